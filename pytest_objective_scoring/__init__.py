@@ -1,0 +1,30 @@
+"""pytest-objective-scoring: decide by executing tests whether a code change works.
+
+Importing the package is cheap: the public records are re-exported lazily so
+that the pytest plugin costs nothing measurable in runs that do not enable it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._version import __version__
+
+__all__ = ["Instance", "InstanceError", "Score", "TestGate", "__version__", "load_instance"]
+
+_LAZY = {
+    "Score": "records",
+    "TestGate": "records",
+    "Instance": "instances",
+    "InstanceError": "instances",
+    "load_instance": "instances",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pytest_objective_scoring' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f".{module}", __name__), name)

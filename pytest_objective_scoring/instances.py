@@ -1,0 +1,223 @@
+"""Read and validate SWE-bench-style instances.
+
+An instance file is one JSON object; a dataset file is a JSON array of objects
+or JSONL (one object a line). ``FAIL_TO_PASS`` and ``PASS_TO_PASS`` are JSON
+lists of test ids, or JSON-encoded strings of such lists, as the SWE-bench
+datasets store them. Every other field is kept as it was.
+
+Every problem raises :class:`InstanceError` naming the file, the field and what
+was expected. This module never imports pytest.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+__all__ = ["Instance", "InstanceError", "load_instance", "load_instances", "parse_instance"]
+
+F2P = "FAIL_TO_PASS"
+P2P = "PASS_TO_PASS"
+
+
+class InstanceError(ValueError):
+    """An instance or dataset that cannot be graded, with where and why."""
+
+    def __init__(self, source: str, field_name: str | None, problem: str) -> None:
+        self.source = source
+        self.field = field_name
+        self.problem = problem
+        where = f"{source}: field {field_name!r}: " if field_name else f"{source}: "
+        super().__init__(where + problem)
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One task: its id, the two test lists and every other field untouched."""
+
+    instance_id: str
+    fail_to_pass: tuple[str, ...]
+    pass_to_pass: tuple[str, ...]
+    fields: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    source: str = field(default="<memory>", compare=False)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.fields.get(name, default)
+
+    @property
+    def patch(self) -> str | None:
+        value = self.fields.get("patch")
+        return value if isinstance(value, str) else None
+
+    @property
+    def test_patch(self) -> str | None:
+        value = self.fields.get("test_patch")
+        return value if isinstance(value, str) else None
+
+    @property
+    def base_commit(self) -> str | None:
+        value = self.fields.get("base_commit")
+        return value if isinstance(value, str) and value else None
+
+    @property
+    def listed(self) -> dict[str, str]:
+        """Every listed id mapped to its gate name."""
+        gates = {test_id: F2P for test_id in self.fail_to_pass}
+        gates.update({test_id: P2P for test_id in self.pass_to_pass})
+        return gates
+
+    def test_files(self) -> list[str]:
+        """The files that hold the listed tests, in first-listed order."""
+        files: dict[str, None] = {}
+        for test_id in (*self.fail_to_pass, *self.pass_to_pass):
+            files.setdefault(test_id.split("::", 1)[0], None)
+        return list(files)
+
+
+def _test_list(data: Mapping[str, Any], name: str, source: str) -> tuple[str, ...]:
+    if name not in data:
+        raise InstanceError(source, name, "missing: expected a list of test ids (or a JSON string of one)")
+    value = data[name]
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise InstanceError(
+                source, name, f"is a string but not a JSON-encoded list of test ids ({exc.msg} at char {exc.pos})"
+            ) from None
+    if not isinstance(value, list):
+        raise InstanceError(source, name, f"expected a list of test ids, got {type(value).__name__}")
+    seen: set[str] = set()
+    for index, test_id in enumerate(value):
+        if not isinstance(test_id, str):
+            raise InstanceError(source, name, f"item {index} must be a string test id, got {test_id!r}")
+        if not test_id.strip():
+            raise InstanceError(source, name, f"item {index} is an empty test id")
+        if test_id in seen:
+            raise InstanceError(source, name, f"duplicate test id {test_id!r} (item {index})")
+        seen.add(test_id)
+    return tuple(value)
+
+
+def parse_instance(data: Any, source: str = "<memory>") -> Instance:
+    """Validate one instance object; raises :class:`InstanceError`."""
+    if not isinstance(data, Mapping):
+        raise InstanceError(source, None, f"an instance must be a JSON object, got {type(data).__name__}")
+    instance_id = data.get("instance_id")
+    if "instance_id" not in data:
+        raise InstanceError(source, "instance_id", "missing: expected a non-empty string")
+    if not isinstance(instance_id, str) or not instance_id.strip():
+        raise InstanceError(source, "instance_id", f"expected a non-empty string, got {instance_id!r}")
+    where = f"{source} (instance {instance_id})"
+    fail_to_pass = _test_list(data, F2P, where)
+    pass_to_pass = _test_list(data, P2P, where)
+    if not fail_to_pass:
+        raise InstanceError(
+            where,
+            F2P,
+            "is empty: an instance needs at least one test that must pass "
+            "(SWE-bench would resolve an empty list vacuously; this grader refuses)",
+        )
+    both = [t for t in fail_to_pass if t in set(pass_to_pass)]
+    if both:
+        raise InstanceError(where, P2P, f"test id {both[0]!r} is listed in both FAIL_TO_PASS and PASS_TO_PASS")
+    return Instance(instance_id, fail_to_pass, pass_to_pass, dict(data), source)
+
+
+def _json_rows(path: Path, text: str) -> Iterator[tuple[str, Any]]:
+    """Yield ``(where, object)`` from a JSON object, a JSON array or JSONL."""
+    source = str(path)
+    stripped = text.strip()
+    if not stripped:
+        raise InstanceError(source, None, "the file is empty: expected a JSON object, a JSON array or JSONL")
+    if not path.name.endswith(".jsonl"):
+        try:
+            value = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            if exc.msg != "Extra data":
+                raise InstanceError(
+                    source, None, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+                ) from None
+        else:
+            if isinstance(value, list):
+                for index, row in enumerate(value):
+                    yield f"{source} [item {index}]", row
+            else:
+                yield source, value
+            return
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            yield f"{source}:{lineno}", json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InstanceError(f"{source}:{lineno}", None, f"invalid JSON in JSONL line: {exc.msg}") from None
+
+
+def _read(path: str | Path) -> tuple[Path, str]:
+    path = Path(path)
+    try:
+        return path, path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InstanceError(str(path), None, "no such file") from None
+    except IsADirectoryError:
+        raise InstanceError(str(path), None, "is a directory, expected a JSON or JSONL file") from None
+    except UnicodeDecodeError as exc:
+        raise InstanceError(str(path), None, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise InstanceError(str(path), None, f"cannot be read: {exc.strerror}") from None
+
+
+def load_instances(path: str | Path) -> list[Instance]:
+    """Every instance of a file (one object, an array or JSONL), validated."""
+    path, text = _read(path)
+    instances = [parse_instance(row, where) for where, row in _json_rows(path, text)]
+    seen: dict[str, str] = {}
+    for instance in instances:
+        if instance.instance_id in seen:
+            raise InstanceError(
+                instance.source,
+                "instance_id",
+                f"duplicate instance_id {instance.instance_id!r} (also at {seen[instance.instance_id]})",
+            )
+        seen[instance.instance_id] = instance.source
+    return instances
+
+
+def load_instance(path: str | Path, instance_id: str | None = None) -> Instance:
+    """One instance from an instance file, or from a dataset by ``instance_id``."""
+    if instance_id is None:
+        path, text = _read(path)
+        rows = list(_json_rows(path, text))
+        if len(rows) != 1:
+            ids = [row.get("instance_id") for _, row in rows[:5] if isinstance(row, Mapping)]
+            raise InstanceError(
+                str(path),
+                "instance_id",
+                f"the file holds {len(rows)} instances; choose one with --objective-instance-id "
+                f"(for example {', '.join(map(repr, ids))})",
+            )
+        where, row = rows[0]
+        return parse_instance(row, where)
+    # Find the row first so that a malformed *other* row does not block this one.
+    path, text = _read(path)
+    found = []
+    ids: list[str] = []
+    for where, row in _json_rows(path, text):
+        row_id = row.get("instance_id") if isinstance(row, Mapping) else None
+        if isinstance(row_id, str):
+            ids.append(row_id)
+        if row_id == instance_id:
+            found.append((where, row))
+    if not found:
+        close = difflib.get_close_matches(instance_id, ids, n=3)
+        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise InstanceError(str(path), "instance_id", f"no instance {instance_id!r} among {len(ids)}{hint}")
+    if len(found) > 1:
+        raise InstanceError(
+            str(path), "instance_id", f"instance {instance_id!r} appears {len(found)} times ({found[0][0]}, {found[1][0]})"
+        )
+    return parse_instance(found[0][1], found[0][0])

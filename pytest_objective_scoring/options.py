@@ -1,0 +1,148 @@
+"""Option definitions shared by the pytest plugin and the command line.
+
+Each factory takes an ``addoption``-like callable (``parser.getgroup(...).addoption``
+in the plugin, ``ArgumentParser.add_argument`` in the CLI) and a flag prefix, so
+a setting has one name, one help text and one validator in both places.
+Help texts follow pytest-xdist's rules: capitalised, a single phrase has no period.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Final
+
+__all__ = [
+    "Settings",
+    "add_scoring_options",
+    "compat_type",
+    "positive_seconds",
+]
+
+AddOption = Callable[..., Any]
+COMPAT_MODES: Final = ("strict", "swebench")
+ENV_INSTANCE: Final = "PYTEST_OBJECTIVE_SCORE"
+
+HELP_INSTANCE: Final = (
+    "Grade this run against a SWE-bench-style instance (a JSON object, or a JSON array / JSONL dataset "
+    "with --objective-instance-id); also from $PYTEST_OBJECTIVE_SCORE or the objective_score ini key"
+)
+HELP_INSTANCE_ID: Final = "Which instance to grade when the instance file is a dataset of several"
+HELP_OUT: Final = "Write the Score and its envelope (per-test outcomes, SWE-bench report shape) as JSON to this file"
+HELP_COMPAT: Final = (
+    "Grading rules: 'strict' (default: only passes count, skipped PASS_TO_PASS is broken) or 'swebench' "
+    "(SWE-bench 5.x: XFAIL passes, skipped PASS_TO_PASS preserved, truncated ids matched by prefix)"
+)
+HELP_PATCH_REF: Final = "Name the candidate under test in the Score (default: a sha256 of the working tree's diff)"
+HELP_GATE: Final = "Set pytest's exit status from the verdict: 0 resolved, 1 not resolved, 3 no verdict"
+HELP_SELECT: Final = "Run only the tests the instance lists; deselect every other collected test"
+
+
+def compat_type(value: str) -> str:
+    if value not in COMPAT_MODES:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a compat mode; choose one of {', '.join(COMPAT_MODES)}")
+    return value
+
+
+def positive_seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"{value!r}: the timeout must be more than 0 seconds")
+    return seconds
+
+
+def add_scoring_options(addoption: AddOption, prefix: str = "objective-") -> None:
+    """Options that decide how outcomes are graded (plugin and ``objective-score grade``)."""
+    dest = prefix.replace("-", "_")
+    addoption(f"--{prefix}instance-id", dest=f"{dest}instance_id", metavar="ID", default=None, help=HELP_INSTANCE_ID)
+    addoption(
+        f"--{prefix}compat",
+        dest=f"{dest}compat",
+        metavar="MODE",
+        type=compat_type,
+        default=None,
+        help=HELP_COMPAT,
+    )
+    addoption(f"--{prefix}patch-ref", dest=f"{dest}patch_ref", metavar="REF", default=None, help=HELP_PATCH_REF)
+
+
+def add_plugin_options(group: Any) -> None:
+    """Every ``--objective-*`` option of the plugin, in one group."""
+    group.addoption("--objective-score", dest="objective_score", metavar="INSTANCE", default=None, help=HELP_INSTANCE)
+    add_scoring_options(group.addoption, "objective-")
+    group.addoption("--objective-score-out", dest="objective_score_out", metavar="FILE", default=None, help=HELP_OUT)
+    group.addoption("--objective-gate", dest="objective_gate", action="store_true", default=None, help=HELP_GATE)
+    group.addoption("--objective-select", dest="objective_select", action="store_true", default=None, help=HELP_SELECT)
+
+
+def add_plugin_ini(parser: Any) -> None:
+    parser.addini("objective_score", HELP_INSTANCE, default=None)
+    parser.addini("objective_instance_id", HELP_INSTANCE_ID, default=None)
+    parser.addini("objective_score_out", HELP_OUT, default=None)
+    parser.addini("objective_compat", HELP_COMPAT, default=None)
+    parser.addini("objective_gate", HELP_GATE, type="bool", default=False)
+    parser.addini("objective_select", HELP_SELECT, type="bool", default=False)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The plugin's settings, resolved once: command line > environment > ini > default."""
+
+    instance: Path | None
+    instance_id: str | None
+    out: Path | None
+    compat: str
+    patch_ref: str | None
+    gate: bool
+    select: bool
+
+    @property
+    def enabled(self) -> bool:
+        return self.instance is not None
+
+
+def resolve_settings(config: Any, usage_error: type[Exception]) -> Settings:
+    """Read the settings from a pytest ``Config``; bad values raise ``usage_error``."""
+
+    def pick(option: str, ini: str | None, env: str | None = None) -> tuple[Any, str]:
+        value = config.getoption(option)
+        if value is not None:
+            return value, "command line"
+        if env and os.environ.get(env):
+            return os.environ[env], f"${env}"
+        if ini is not None:
+            ini_value = config.getini(ini)
+            if ini_value not in (None, ""):
+                return ini_value, "config file"
+        return None, "default"
+
+    instance, instance_source = pick("objective_score", "objective_score", ENV_INSTANCE)
+    instance_id, _ = pick("objective_instance_id", "objective_instance_id")
+    out, out_source = pick("objective_score_out", "objective_score_out")
+    compat, source = pick("objective_compat", "objective_compat")
+    if compat is not None and compat not in COMPAT_MODES:
+        raise usage_error(f"objective_compat {compat!r} (from {source}) is not one of {', '.join(COMPAT_MODES)}")
+    gate, _ = pick("objective_gate", "objective_gate")
+    select, _ = pick("objective_select", "objective_select")
+    return Settings(
+        instance=_path(config, instance, instance_source),
+        instance_id=instance_id or None,
+        out=_path(config, out, out_source),
+        compat=compat or "strict",
+        patch_ref=config.getoption("objective_patch_ref"),
+        gate=bool(gate),
+        select=bool(select),
+    )
+
+
+def _path(config: Any, value: str | None, source: str) -> Path | None:
+    """Paths from the config file are relative to the rootdir, others to where pytest started."""
+    if not value:
+        return None
+    base = Path(config.rootpath) if source == "config file" else Path(config.invocation_params.dir)
+    return (base / str(value)).resolve()

@@ -1,0 +1,313 @@
+"""The pytest plugin: ``pytest --objective-score=INSTANCE``.
+
+Thin hooks only. When ``--objective-score`` is not given the plugin registers
+its options and does nothing else. When it is:
+
+* :class:`~.recorder.ReportFlagger` runs in every process (xdist workers too)
+  and marks reports that say passed although their phase raised;
+* :class:`Selector` (``--objective-select``) deselects unlisted tests where
+  collection happens (on the workers under xdist);
+* :class:`ScoringSession` runs only on the controller (or a plain run): it folds
+  every report into one outcome per test, grades the two gates once, writes the
+  envelope, adds the Score to pytest-json-report's report, prints the summary
+  and, with ``--objective-gate``, sets the exit status.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from . import options
+
+if TYPE_CHECKING:
+    from .instances import Instance
+    from .options import Settings
+
+SESSION_NAME = "objective-scoring-session"
+SELECTOR_NAME = "objective-scoring-selector"
+FLAGGER_NAME = "objective-scoring-flagger"
+WORKERINPUT_KEY = "objective_scoring"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("objective-scoring", "Classify tests and gate on FAIL_TO_PASS / PASS_TO_PASS outcomes")
+    options.add_plugin_options(group)
+    options.add_plugin_ini(parser)
+
+
+def _settings(config: pytest.Config) -> Settings:
+    settings = options.resolve_settings(config, pytest.UsageError)
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput and WORKERINPUT_KEY in workerinput:
+        sent = workerinput[WORKERINPUT_KEY]
+        settings = options.Settings(
+            instance=Path(sent["instance"]),
+            instance_id=sent["instance_id"],
+            out=None,
+            compat=sent["compat"],
+            patch_ref=None,
+            gate=False,
+            select=sent["select"],
+        )
+    return settings
+
+
+def _load(settings: Settings) -> Instance:
+    from .instances import InstanceError, load_instance
+
+    assert settings.instance is not None
+    try:
+        return load_instance(settings.instance, settings.instance_id)
+    except InstanceError as exc:
+        raise pytest.UsageError(f"--objective-score: {exc}") from None
+
+
+def _check_combinations(config: pytest.Config, settings: Settings) -> None:
+    if not settings.enabled:
+        given = [
+            name
+            for name, value in (
+                ("--objective-score-out", settings.out),
+                ("--objective-gate", settings.gate),
+                ("--objective-select", settings.select),
+                ("--objective-instance-id", settings.instance_id),
+            )
+            if value
+        ]
+        if given:
+            raise pytest.UsageError(f"{', '.join(given)} needs --objective-score=INSTANCE")
+        return
+    if getattr(config.option, "dist", "no") == "each":
+        raise pytest.UsageError(
+            "--objective-score cannot grade --dist=each: every test runs once per worker, so one id has several outcomes"
+        )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    settings = _settings(config)
+    _check_combinations(config, settings)
+    if not settings.enabled:
+        return
+    instance = _load(settings)
+    from .recorder import ReportFlagger
+
+    config.pluginmanager.register(ReportFlagger(), FLAGGER_NAME)
+    if settings.select:
+        config.pluginmanager.register(Selector(instance, settings.compat), SELECTOR_NAME)
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(ScoringSession(config, settings, instance), SESSION_NAME)
+        if config.pluginmanager.hasplugin("xdist"):
+            config.pluginmanager.register(XdistHooks(settings), "objective-scoring-xdist")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for name in (SESSION_NAME, SELECTOR_NAME, FLAGGER_NAME, "objective-scoring-xdist"):
+        plugin = config.pluginmanager.get_plugin(name)
+        if plugin is not None:
+            config.pluginmanager.unregister(plugin, name)
+
+
+class XdistHooks:
+    """Controller -> worker: the resolved instance, so workers select the same tests."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[WORKERINPUT_KEY] = {
+            "instance": str(self.settings.instance),
+            "instance_id": self.settings.instance_id,
+            "compat": self.settings.compat,
+            "select": self.settings.select,
+        }
+
+
+class Selector:
+    """``--objective-select``: keep only the listed tests."""
+
+    def __init__(self, instance: Instance, compat: str) -> None:
+        self.listed = set(instance.listed)
+        self.prefixes = tuple(t for t in self.listed if compat == "swebench" and t.count("[") > t.count("]"))
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        kept, dropped = [], []
+        for item in items:
+            wanted = item.nodeid in self.listed or (self.prefixes and item.nodeid.startswith(self.prefixes))
+            (kept if wanted else dropped).append(item)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = kept
+
+
+class ScoringSession:
+    """Controller-only: folds reports, grades once, writes and reports."""
+
+    def __init__(self, config: pytest.Config, settings: Settings, instance: Instance) -> None:
+        from .outcomes import Collector
+
+        self.config = config
+        self.settings = settings
+        self.instance = instance
+        self.collector = Collector()
+        self.collect_errors: list[tuple[str, str]] = []
+        self.session: pytest.Session | None = None
+        self.envelope: dict[str, Any] | None = None
+        self.written: list[str] = []
+
+    def pytest_report_header(self, config: pytest.Config) -> str:
+        i = self.instance
+        return (
+            f"objective-scoring: {i.instance_id} ({len(i.fail_to_pass)} FAIL_TO_PASS, {len(i.pass_to_pass)} "
+            f"PASS_TO_PASS) compat={self.settings.compat} gate={'on' if self.settings.gate else 'off'}"
+        )
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.session = session
+        self.started = time.time()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        from .recorder import fact_from_report
+
+        self.collector.add(fact_from_report(report))
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            from .recorder import _message
+
+            self.collect_errors.append((report.nodeid, _message(report) or "collection error"))
+
+    def finish(self) -> dict[str, Any]:
+        """Grade once (memoised): called from sessionfinish and from pytest-json-report."""
+        if self.envelope is not None:
+            return self.envelope
+        from . import envelope as env
+        from .scorer import grade, make_score, no_verdict_reason
+
+        session = self.session
+        exitstatus = int(session.exitstatus) if session is not None else None
+        records = self.collector.records
+        grading = grade(self.instance, records, self.settings.compat)
+        stopped = bool(session is not None and (session.shouldfail or session.shouldstop))
+        reason = no_verdict_reason(
+            exitstatus=exitstatus,
+            collect_errors=self.collect_errors,
+            stopped_early=stopped,
+            grading=grading,
+            records=records,
+        )
+        score = None
+        if reason is None:
+            by = env.graded_by(
+                mode="plugin",
+                pytest_version=pytest.__version__,
+                python=f"{platform.python_implementation()}/{platform.python_version()}",
+                platform=f"{sys.platform}-{platform.machine()}",
+                timeout=_timeout_of(self.config),
+                compat=self.settings.compat,
+            )
+            ref = self.settings.patch_ref or worktree_patch_ref(Path(self.config.rootpath), self.settings.out)
+            score = make_score(grading, ref, by, int(time.time()))
+        flags = [
+            {"kind": "raised_but_passed", "detail": f"{nodeid} reported passed although it raised"}
+            for nodeid, record in records.items()
+            if any(f.get("raised_but_passed") for f in record.facts)
+        ]
+        self.envelope = env.build_envelope(
+            instance_id=self.instance.instance_id,
+            score=score,
+            grading=grading,
+            no_verdict=reason,
+            session={
+                "exitstatus": exitstatus,
+                "collection_errors": [{"nodeid": n, "message": m} for n, m in self.collect_errors],
+                "rootdir": str(self.config.rootpath),
+                "instance_file": str(self.settings.instance),
+                "duration": round(time.time() - getattr(self, "started", time.time()), 3),
+            },
+            integrity=flags,
+        )
+        return self.envelope
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self.session = session
+        envelope = self.finish()
+        if self.settings.out is not None:
+            import json
+
+            os.makedirs(self.settings.out.parent, exist_ok=True)
+            self.settings.out.write_text(json.dumps(envelope, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            self.written.append(str(self.settings.out))
+        if self.settings.gate:
+            score = envelope["score"]
+            if score is None:
+                if int(session.exitstatus) in (0, 1):
+                    session.exitstatus = 3
+            else:
+                session.exitstatus = 0 if score["resolved"] == "resolved" else 1
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_json_modifyreport(self, json_report: dict[str, Any]) -> None:
+        envelope = self.finish()
+        json_report["objective_scoring"] = {
+            "status": envelope["status"],
+            "no_verdict_reason": envelope["no_verdict_reason"],
+            "score": envelope["score"],
+        }
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.envelope is None or self.config.get_verbosity() < -1:
+            return
+        from .render import render_envelope
+
+        render_envelope(terminalreporter, self.envelope, self.written)
+
+
+def _timeout_of(config: pytest.Config) -> float | None:
+    """pytest-timeout's per-test limit, when that plugin is active."""
+    value = getattr(config.option, "timeout", None)
+    try:
+        return float(value) if value else None
+    except (TypeError, ValueError):
+        return None
+
+
+def worktree_patch_ref(rootdir: Path, out: Path | None = None) -> str:
+    """sha256 over ``git diff HEAD`` plus untracked files: what the candidate changed.
+
+    The envelope file itself and ``.objective-scoring/`` are left out, so grading
+    the same tree twice gives the same reference.
+    """
+    import hashlib
+
+    skip = {out.resolve()} if out is not None else set()
+
+    def git(*args: str) -> bytes:
+        return subprocess.run(
+            ["git", "-C", str(rootdir), *args], capture_output=True, check=True, timeout=60
+        ).stdout
+
+    try:
+        digest = hashlib.sha256(git("diff", "HEAD", "--binary", "--no-color", "--no-ext-diff"))
+        for name in sorted(git("ls-files", "--others", "--exclude-standard", "-z").split(b"\0")):
+            path = (rootdir / os.fsdecode(name)).resolve() if name else None
+            if path is not None and path not in skip and not name.startswith(b".objective-scoring/"):
+                digest.update(b"\0untracked\0" + name + b"\0")
+                try:
+                    digest.update(path.read_bytes())
+                except OSError:
+                    pass
+    except (OSError, subprocess.SubprocessError):
+        return f"unversioned:{rootdir.name}"
+    return "sha256:" + digest.hexdigest()

@@ -1,0 +1,308 @@
+"""The mechanical scorer: the two-sided FAIL_TO_PASS / PASS_TO_PASS gate.
+
+Pure functions: an :class:`~.instances.Instance`, the executed tests' records and
+a compatibility mode go in; a :class:`Grading` (one result per listed test and
+the two :class:`~.records.TestGate` counts) comes out, and :func:`make_score`
+turns it into the spec's :class:`~.records.Score`. This module never imports
+pytest. ``docs/outcomes.md`` documents both rule sets side by side.
+
+``strict`` (the default):
+
+========================  =======================  ======================
+outcome                   FAIL_TO_PASS             PASS_TO_PASS
+========================  =======================  ======================
+passed, xpassed           passes                   preserved
+xfailed                   does not pass            preserved
+anything else             does not pass            broken
+never ran                 missing                  missing
+========================  =======================  ======================
+
+``swebench`` reproduces SWE-bench 5.x ``grading.py`` on the status map that its
+pytest log parsers produce: PASSED or XFAIL pass both gates, SKIPPED counts as
+maintained for PASS_TO_PASS only, a non-strict xpass has no status (so it
+fails), and an id with more ``[`` than ``]`` (cut short at a space) that is not
+found matches the executed ids it prefixes, if they all agree on pass versus
+fail, else it fails.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final, Literal, Mapping, Sequence
+
+from . import outcomes as oc
+from .instances import F2P, P2P, Instance
+from .records import Score, TestGate
+
+__all__ = ["COMPAT_MODES", "Grading", "TestResult", "grade", "hint_for_missing", "make_score", "no_verdict_reason"]
+
+Compat = Literal["strict", "swebench"]
+COMPAT_MODES: Final = ("strict", "swebench")
+
+STRICT_PASSES: Final = {F2P: frozenset({oc.PASSED, oc.XPASSED}), P2P: frozenset({oc.PASSED, oc.XPASSED, oc.XFAILED})}
+
+# The SWE-bench TestStatus a structured outcome becomes in its logs (None: no status line).
+SWEBENCH_STATUS: Final[Mapping[str, str | None]] = {
+    oc.PASSED: "PASSED",
+    oc.XFAILED: "XFAIL",
+    oc.SKIPPED: "SKIPPED",
+    oc.FAILED: "FAILED",
+    oc.XPASSED_STRICT: "FAILED",
+    oc.CRASHED: "FAILED",
+    oc.TAMPERED: "FAILED",
+    oc.ERROR: "ERROR",
+    oc.XPASSED: None,
+    oc.INCOMPLETE: None,
+}
+SWEBENCH_PASSES: Final = {F2P: frozenset({"PASSED", "XFAIL"}), P2P: frozenset({"PASSED", "XFAIL", "SKIPPED"})}
+FAILING_OUTCOMES: Final = frozenset({oc.FAILED, oc.XPASSED_STRICT, oc.ERROR, oc.CRASHED, oc.TAMPERED})
+HINT_LIMIT: Final = 50
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """The fate of one listed test id."""
+
+    __test__ = False
+
+    test_id: str
+    gate: str
+    outcome: str
+    counted: bool
+    matched: str | None
+    phases: Mapping[str, str]
+    duration: float
+    message: str = ""
+    hint: str = ""
+
+    @property
+    def status(self) -> str:
+        if self.outcome == oc.MISSING:
+            return "missing"
+        if self.gate == F2P:
+            return "passed" if self.counted else "failed"
+        return "preserved" if self.counted else "broken"
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": self.test_id,
+            "gate": self.gate,
+            "outcome": self.outcome,
+            "status": self.status,
+            "phases": dict(self.phases),
+            "duration": self.duration,
+        }
+        if self.matched is not None and self.matched != self.test_id:
+            data["matched"] = self.matched
+        if self.message:
+            data["message"] = self.message
+        if self.hint:
+            data["hint"] = self.hint
+        return data
+
+
+@dataclass(frozen=True)
+class Grading:
+    """Per-test results and the two gates for one run."""
+
+    instance_id: str
+    compat: str
+    results: tuple[TestResult, ...]
+    fail_to_pass: TestGate
+    pass_to_pass: TestGate
+    executed: int
+    unlisted: int
+
+    def of_gate(self, gate: str) -> list[TestResult]:
+        return [r for r in self.results if r.gate == gate]
+
+    def not_counted(self, gate: str) -> list[TestResult]:
+        return [r for r in self.results if r.gate == gate and not r.counted]
+
+    @property
+    def missing(self) -> list[TestResult]:
+        return [r for r in self.results if r.outcome == oc.MISSING]
+
+
+def hint_for_missing(test_id: str, executed: Sequence[str]) -> str:
+    """Why a listed id may not have run: a near match among the executed ids, or none."""
+    hints = []
+    if test_id.count("[") > test_id.count("]"):
+        prefixed = [e for e in executed if e.startswith(test_id)]
+        if prefixed:
+            hints.append(
+                f"looks cut short at a space (as SWE-bench logs cut ids); it prefixes {_few(prefixed)}; "
+                "--objective-compat=swebench matches such ids by prefix"
+            )
+    base = test_id.split("[", 1)[0]
+    if "[" in test_id or any(e.startswith(base + "[") for e in executed):
+        siblings = [e for e in executed if e != test_id and e.split("[", 1)[0] == base and not e.startswith(test_id)]
+        if siblings:
+            hints.append(f"ran with other parameters: {_few(siblings)}")
+    moved = [e for e in executed if e.endswith("/" + test_id) or test_id.endswith("/" + e)]
+    if moved:
+        hints.append(f"ran as {_few(moved)}: the id may be relative to another rootdir")
+    if not hints:
+        path = test_id.split("::", 1)[0]
+        if not any(e.startswith(path + "::") or e == path for e in executed):
+            hints.append(f"no test from {path} ran (not collected, deselected, or its module failed to import)")
+        else:
+            hints.append(f"other tests from {path} ran, but not this one")
+    return "; ".join(hints)
+
+
+def _few(ids: Sequence[str], limit: int = 3) -> str:
+    shown = ", ".join(ids[:limit])
+    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
+
+
+def _strict_result(test_id: str, gate: str, record: oc.TestRecord | None) -> TestResult:
+    if record is None or not record.facts:
+        return TestResult(test_id, gate, oc.MISSING, False, None, {}, 0.0)
+    outcome = record.outcome
+    return TestResult(
+        test_id,
+        gate,
+        outcome,
+        outcome in STRICT_PASSES[gate],
+        record.nodeid,
+        record.phases,
+        record.duration,
+        record.message,
+    )
+
+
+def _swebench_key(test_id: str, statuses: Mapping[str, str]) -> str | None:
+    """SWE-bench 5.x ``_resolve_case``: exact id, else the agreed prefix match."""
+    if test_id in statuses:
+        return test_id
+    if test_id.count("[") > test_id.count("]"):
+        matches = [k for k in statuses if k.startswith(test_id)]
+        passing = SWEBENCH_PASSES[F2P]
+        if matches and len({statuses[k] in passing for k in matches}) == 1:
+            return matches[0]
+    return None
+
+
+def _swebench_result(
+    test_id: str, gate: str, records: Mapping[str, oc.TestRecord], statuses: Mapping[str, str]
+) -> TestResult:
+    key = _swebench_key(test_id, statuses)
+    if key is None:
+        record = records.get(test_id)
+        if record is not None and record.facts:  # ran, but SWE-bench logs no status for it (e.g. XPASS)
+            return TestResult(
+                test_id, gate, record.outcome, False, record.nodeid, record.phases, record.duration, record.message
+            )
+        return TestResult(test_id, gate, oc.MISSING, False, None, {}, 0.0)
+    record = records[key]
+    return TestResult(
+        test_id,
+        gate,
+        record.outcome,
+        statuses[key] in SWEBENCH_PASSES[gate],
+        key,
+        record.phases,
+        record.duration,
+        record.message,
+    )
+
+
+def grade(instance: Instance, records: Mapping[str, oc.TestRecord], compat: str = "strict") -> Grading:
+    """Classify every listed test and count the two gates."""
+    if compat not in COMPAT_MODES:
+        raise ValueError(f"unknown compat mode {compat!r}; expected one of {', '.join(COMPAT_MODES)}")
+    ran = {nodeid: record for nodeid, record in records.items() if record.facts}
+    listed = instance.listed
+    results: list[TestResult] = []
+    if compat == "strict":
+        for test_id, gate in listed.items():
+            results.append(_strict_result(test_id, gate, ran.get(test_id)))
+    else:
+        statuses: dict[str, str] = {}
+        for nodeid, record in ran.items():
+            status = SWEBENCH_STATUS.get(record.outcome)
+            if status is not None:
+                statuses[nodeid] = status
+        for test_id, gate in listed.items():
+            results.append(_swebench_result(test_id, gate, ran, statuses))
+    executed = list(ran)
+    missing_seen = 0
+    for index, result in enumerate(results):
+        if result.outcome == oc.MISSING and missing_seen < HINT_LIMIT:
+            missing_seen += 1
+            results[index] = TestResult(
+                result.test_id, result.gate, result.outcome, False, None, {}, 0.0, "",
+                hint_for_missing(result.test_id, executed),
+            )  # fmt: skip
+    gates = {}
+    for gate in (F2P, P2P):
+        mine = [r for r in results if r.gate == gate]
+        gates[gate] = TestGate(total=len(mine), passed=sum(r.counted for r in mine))
+    matched = {r.matched for r in results if r.matched is not None}
+    return Grading(
+        instance_id=instance.instance_id,
+        compat=compat,
+        results=tuple(results),
+        fail_to_pass=gates[F2P],
+        pass_to_pass=gates[P2P],
+        executed=len(ran),
+        unlisted=sum(1 for nodeid in ran if nodeid not in matched),
+    )
+
+
+def make_score(grading: Grading, patch_ref: str, graded_by: str, graded_at: int) -> Score:
+    return Score(
+        instance_id=grading.instance_id,
+        patch_ref=patch_ref,
+        fail_to_pass=grading.fail_to_pass,
+        pass_to_pass=grading.pass_to_pass,
+        graded_by=graded_by,
+        graded_at=graded_at,
+    )
+
+
+EXIT_REASONS: Final = {
+    2: "the test session was interrupted",
+    3: "pytest stopped with an internal error",
+    4: "pytest was given a usage error",
+    5: "no tests were collected",
+}
+
+
+def no_verdict_reason(
+    *,
+    exitstatus: int | None,
+    collect_errors: Sequence[tuple[str, str]],
+    stopped_early: bool,
+    grading: Grading,
+    records: Mapping[str, oc.TestRecord],
+) -> str | None:
+    """Why this run is not a verdict on the candidate, or None when it is.
+
+    A run is no verdict when the session crashed, was interrupted, collected
+    nothing, stopped early before listed tests ran, failed to collect a module
+    holding listed tests, or when its exit status contradicts its own reports.
+    """
+    errors = "; ".join(f"{nodeid or '<session>'}: {message}" for nodeid, message in collect_errors[:3])
+    if exitstatus is None:
+        return "the test session never finished (no session report: the process died or was killed)"
+    if exitstatus in EXIT_REASONS:
+        reason = EXIT_REASONS[exitstatus]
+        return f"{reason} ({len(collect_errors)} collection error(s): {errors})" if collect_errors else reason
+    if exitstatus not in (0, 1):
+        return f"pytest exited with unexpected status {exitstatus}"
+    listed_missing = [r.test_id for r in grading.results if r.outcome == oc.MISSING]
+    for nodeid, message in collect_errors:
+        prefix = nodeid.rstrip("/")
+        hit = [t for t in listed_missing if not prefix or t == prefix or t.startswith((prefix + "::", prefix + "/"))]
+        if hit:
+            return f"collecting {nodeid or 'the session'} failed ({message}), so {len(hit)} listed test(s) never ran"
+    if stopped_early and listed_missing:
+        return f"the session stopped early (-x / --maxfail) before {len(listed_missing)} listed test(s) ran"
+    failing = [n for n, r in records.items() if r.facts and r.outcome in FAILING_OUTCOMES]
+    if exitstatus == 0 and failing:
+        return f"pytest exited 0 but {len(failing)} test(s) failed or errored, e.g. {failing[0]}"
+    if exitstatus == 1 and not failing and not collect_errors:
+        return "pytest exited 1 but no test failed or errored: something outside the tests failed the run"
+    return None
