@@ -1,0 +1,266 @@
+"""The ``objective-score`` command line: one subcommand per workflow, each thin.
+
+Exit statuses: 0 resolved (or the command succeeded), 1 not resolved,
+2 bad input, 3 infrastructure failure (never the candidate's fault).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from . import __version__, options
+
+__all__ = ["main"]
+
+EXIT_BAD_INPUT = 2
+
+GRADE_EPILOG = """\
+examples:
+  objective-score grade --repo ./myrepo --instance task.json --patch candidate.diff
+  objective-score grade --repo ./myrepo --instance swe-bench.jsonl --instance-id astropy__astropy-12907 \\
+      --patch pred.diff --python /envs/astropy/bin/python --timeout 900 --out score.json
+
+The repository is copied to a private workspace (it is never modified), checked
+out at the instance's base_commit when it names one. The candidate's changes to
+tests and test configuration are dropped and listed; the test patch (from
+--test-patch or the instance) is applied; the listed tests' files run under
+pytest in a subprocess of --python. Exit status: 0 resolved, 1 not resolved
+(including a patch that does not apply), 2 bad input, 3 infrastructure failure.
+"""
+
+DEMO_EPILOG = """\
+The bundled fixtures (fixtures/ in the source tree) hold three small Python
+projects, each with an instance and five candidates: the gold patch, a patch
+that fixes the bug but breaks a PASS_TO_PASS test, an empty patch, a tampering
+patch that rewrites the tests and adds a conftest.py forcing every outcome to
+"passed", and a patch that does not apply. Exit status 0 when every verdict is
+the expected one.
+"""
+
+EXPECTED = {
+    "gold": ("resolved", "none"),
+    "break_p2p": ("not_resolved", "solver"),
+    "empty": ("not_resolved", "solver"),
+    "tamper": ("not_resolved", "solver"),
+    "noapply": ("not_resolved", "patch_apply"),
+}
+
+
+class CommandError(Exception):
+    """Bad input to a command: printed as ``objective-score CMD: error: ...``, exit 2."""
+
+
+def _read_patch(value: str) -> bytes:
+    if value == "-":
+        return sys.stdin.buffer.read()
+    try:
+        return Path(value).read_bytes()
+    except OSError as exc:
+        raise CommandError(f"--patch {value}: {exc.strerror}") from None
+
+
+def _add_runner_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--python", metavar="PATH", default=sys.executable,
+                        help="Interpreter of the environment under test (default: this one)")  # fmt: skip
+    parser.add_argument("--timeout", metavar="S", type=options.positive_seconds, default=1800.0,
+                        help="Kill the test run's whole process group after S seconds (default: 1800)")  # fmt: skip
+    parser.add_argument("--keep", action="store_true", help="Keep the workspace (its path is in the envelope)")
+    parser.add_argument("--allow-network", action="store_true",
+                        help="Let the tests reach the network (default: unshared where the machine allows)")  # fmt: skip
+
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    from .instances import InstanceError, load_instance
+    from .render import StreamWriter, render_envelope
+    from .runner import BadInput, GradeRequest, grade_candidate
+
+    try:
+        instance = load_instance(args.instance, args.instance_id)
+    except InstanceError as exc:
+        raise CommandError(str(exc)) from None
+    test_patch = None
+    if args.test_patch:
+        try:
+            test_patch = Path(args.test_patch).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CommandError(f"--test-patch {args.test_patch}: {exc}") from None
+    request = GradeRequest(
+        repo=Path(args.repo).resolve(),
+        instance=instance,
+        patch=_read_patch(args.patch),
+        test_patch=test_patch,
+        python=args.python,
+        timeout=args.timeout,
+        compat=args.compat or "strict",
+        patch_ref=args.patch_ref,
+        keep=args.keep,
+        network=args.allow_network,
+    )
+    try:
+        result = grade_candidate(request)
+    except BadInput as exc:
+        raise CommandError(str(exc)) from None
+    written = []
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result.envelope, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        written.append(str(out))
+    if args.json:
+        print(json.dumps(result.envelope, indent=2, ensure_ascii=False))
+    else:
+        writer = StreamWriter()
+        render_envelope(writer, result.envelope)
+        _render_runner(writer, result.envelope)
+        for path in written:
+            writer.write_line(f"score written to: {path}")
+    return result.exit_code
+
+
+def _render_runner(writer: Any, envelope: dict[str, Any]) -> None:
+    runner = envelope.get("runner", {})
+    apply = runner.get("apply") or {}
+    if apply:
+        writer.write_line(f"candidate applied with: {apply.get('strategy') or 'nothing (did not apply)'}")
+        for dropped in apply.get("dropped", []):
+            writer.write_line(f"  not applied (protected): {dropped['path']} - {dropped['reason']}")
+    writer.write_line(f"failure class: {runner.get('failure_class')}")
+    if runner.get("failure_detail"):
+        writer.write_line(f"detail: {runner['failure_detail']}")
+
+
+def find_fixtures(explicit: str | None) -> Path:
+    candidates = [Path(explicit)] if explicit else [
+        Path.cwd() / "fixtures",
+        Path(__file__).resolve().parent.parent / "fixtures",
+        Path(__file__).resolve().parent / "fixtures",
+    ]  # fmt: skip
+    for path in candidates:
+        if (path / "instances").is_dir() and (path / "repos").is_dir():
+            return path
+    raise CommandError(
+        "no fixtures found (looked in " + ", ".join(map(str, candidates)) + "); run from the source tree or pass --fixtures DIR"
+    )
+
+
+def demo_cases(fixtures: Path) -> list[tuple[str, str, Path, Path, Path]]:
+    """(project, candidate, instance file, repo, patch) for every bundled case."""
+    cases = []
+    for instance_file in sorted((fixtures / "instances").glob("*.json")):
+        name = instance_file.stem
+        for candidate in EXPECTED:
+            patch = fixtures / "patches" / name / f"{candidate}.diff"
+            if patch.exists():
+                cases.append((name, candidate, instance_file, fixtures / "repos" / name, patch))
+    return cases
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .instances import load_instance
+    from .runner import GradeRequest, grade_candidate
+
+    fixtures = find_fixtures(args.fixtures)
+    cases = demo_cases(fixtures)
+    if not cases:
+        raise CommandError(f"{fixtures}: no instance with candidate patches found")
+    rows = []
+    for index, (name, candidate, instance_file, repo, patch) in enumerate(cases, 1):
+        started = time.perf_counter()
+        result = grade_candidate(
+            GradeRequest(repo=repo, instance=load_instance(instance_file), patch=patch.read_bytes(),
+                         python=args.python, timeout=args.timeout)
+        )  # fmt: skip
+        score = result.score
+        verdict = score["resolved"] if score else "no verdict"
+        expected = EXPECTED[candidate]
+        row = {
+            "instance": result.envelope["instance_id"],
+            "candidate": candidate,
+            "fail_to_pass": f"{score['fail_to_pass']['passed']}/{score['fail_to_pass']['total']}" if score else "-",
+            "pass_to_pass": f"{score['pass_to_pass']['passed']}/{score['pass_to_pass']['total']}" if score else "-",
+            "resolved": verdict,
+            "failure_class": result.failure_class,
+            "dropped": [d["path"] for d in (result.envelope["runner"].get("apply") or {}).get("dropped", [])],
+            "as_expected": (verdict, result.failure_class) == expected,
+            "seconds": round(time.perf_counter() - started, 2),
+            "score": score,
+        }
+        rows.append(row)
+        if not args.json:
+            print(f"[{index}/{len(cases)}] {name} {candidate}: {verdict} ({row['seconds']}s)", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"fixtures": str(fixtures), "results": rows}, indent=2, ensure_ascii=False))
+    else:
+        _demo_table(rows)
+    return 0 if all(r["as_expected"] for r in rows) else 1
+
+
+def _demo_table(rows: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="objective-score demo: Scores of the bundled candidates")
+    for column in ("instance", "candidate", "FAIL_TO_PASS", "PASS_TO_PASS", "resolved", "failure class", "expected?"):
+        table.add_column(column)
+    for row in rows:
+        style = "green" if row["resolved"] == "resolved" else "red"
+        table.add_row(
+            row["instance"], row["candidate"], row["fail_to_pass"], row["pass_to_pass"],
+            f"[{style}]{row['resolved']}[/{style}]", row["failure_class"], "yes" if row["as_expected"] else "[bold red]NO[/]",
+        )  # fmt: skip
+    Console().print(table)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="objective-score",
+        description="Decide by executing tests, never by asking a model, whether a candidate patch resolves a task.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    grade = sub.add_parser("grade", help="Grade one candidate patch in an isolated copy of a repository",
+                           description="Grade one candidate patch against an instance's FAIL_TO_PASS and PASS_TO_PASS tests.",
+                           epilog=GRADE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    grade.add_argument("--repo", required=True, metavar="DIR", help="The repository to grade in (never modified)")
+    grade.add_argument("--instance", required=True, metavar="FILE", help="Instance JSON, or a JSON/JSONL dataset with --instance-id")
+    grade.add_argument("--patch", required=True, metavar="FILE", help="The candidate diff ('-' reads standard input)")
+    grade.add_argument("--test-patch", metavar="FILE", help="The test patch (default: the instance's test_patch)")
+    options.add_scoring_options(grade.add_argument, prefix="")
+    _add_runner_options(grade)
+    grade.add_argument("--out", metavar="FILE", help="Write the Score and its envelope as JSON to FILE")
+    grade.add_argument("--json", action="store_true", help="Print the envelope as JSON instead of the summary")
+    grade.set_defaults(handler=cmd_grade)
+
+    demo = sub.add_parser("demo", help="Grade the bundled example candidates and print their Scores",
+                          description="Grade every bundled fixture candidate and print a table of Scores.",
+                          epilog=DEMO_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    demo.add_argument("--fixtures", metavar="DIR", help="The fixtures directory (default: ./fixtures or the source tree's)")
+    demo.add_argument("--python", metavar="PATH", default=sys.executable, help="Interpreter to run the tests with")
+    demo.add_argument("--timeout", metavar="S", type=options.positive_seconds, default=120.0, help="Per-grading timeout")
+    demo.add_argument("--json", action="store_true", help="Print the results as JSON instead of a table")
+    demo.set_defaults(handler=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        return handler(args)
+    except CommandError as exc:
+        print(f"objective-score {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print(f"objective-score {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""Keep a hostile candidate away from the tests that judge it.
+
+A candidate patch is split file by file (with ``unidiff``): a file diff that
+touches anything able to change how tests are collected, run or reported is
+dropped, never applied, and listed with its reason in the envelope. Pure
+functions; this module never imports pytest.
+
+Protected paths (``docs/untrusted-candidates.md`` explains each):
+
+* every file the instance's test patch touches;
+* ``conftest.py`` anywhere, test modules (``test_*.py``, ``*_test.py``,
+  ``tests.py``) and anything below a ``tests`` directory;
+* pytest configuration: ``pytest.ini``, ``.pytest.ini``, ``tox.ini``,
+  ``setup.cfg``, ``pyproject.toml``;
+* interpreter start-up hooks: ``sitecustomize.py``, ``usercustomize.py``, ``*.pth``;
+* plugin entry points and packaging metadata: ``setup.py``, ``entry_points.txt``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Final, Iterable, Mapping
+
+__all__ = ["Dropped", "ProtectionResult", "filter_candidate", "patch_files", "protected_reason", "snapshot"]
+
+CONFIG_FILES: Final = {
+    "pytest.ini": "pytest configuration",
+    ".pytest.ini": "pytest configuration",
+    "tox.ini": "pytest configuration",
+    "setup.cfg": "pytest configuration",
+    "pyproject.toml": "pytest configuration",
+    "conftest.py": "conftest.py (pytest hooks and fixtures)",
+    "sitecustomize.py": "interpreter start-up hook",
+    "usercustomize.py": "interpreter start-up hook",
+    "setup.py": "packaging metadata (plugin entry points)",
+    "entry_points.txt": "plugin entry points",
+}
+SKIP_DIRS: Final = frozenset({".git", "__pycache__", ".pytest_cache", ".tox", ".nox", ".mypy_cache", "node_modules"})
+
+
+class PatchParseError(ValueError):
+    """The candidate is not a unified diff that can be read file by file."""
+
+
+@dataclass(frozen=True)
+class Dropped:
+    path: str
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"path": self.path, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class ProtectionResult:
+    patch: str
+    kept: tuple[str, ...]
+    dropped: tuple[Dropped, ...]
+
+
+def protected_reason(path: str, test_patch_files: Iterable[str] = ()) -> str | None:
+    """Why a repository-relative path must not be changed by a candidate, or None."""
+    posix = PurePosixPath(path.replace("\\", "/"))
+    if str(posix) in set(test_patch_files):
+        return "touched by the instance's test patch"
+    name = posix.name
+    if name in CONFIG_FILES:
+        return CONFIG_FILES[name]
+    if name.endswith(".pth"):
+        return "interpreter start-up hook (.pth)"
+    if name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py") or name == "tests.py"):
+        return "test module"
+    if "tests" in posix.parts[:-1]:
+        return "below a tests directory"
+    return None
+
+
+def _strip(path: str | None) -> str | None:
+    if path is None or path == "/dev/null":
+        return None
+    return path[2:] if path[:2] in ("a/", "b/") else path
+
+
+def patch_files(patch_text: str) -> list[str]:
+    """Every repository-relative path a diff touches (sources and targets)."""
+    from unidiff import PatchSet
+    from unidiff.errors import UnidiffParseError
+
+    try:
+        patch = PatchSet(patch_text)
+    except UnidiffParseError as exc:
+        raise PatchParseError(str(exc)) from None
+    paths: dict[str, None] = {}
+    for patched in patch:
+        for candidate in (_strip(patched.source_file), _strip(patched.target_file)):
+            if candidate:
+                paths.setdefault(candidate, None)
+    return list(paths)
+
+
+def filter_candidate(patch_text: str, test_patch_files: Iterable[str] = ()) -> ProtectionResult:
+    """Drop every file diff that touches a protected path; keep the rest verbatim."""
+    from unidiff import PatchSet
+    from unidiff.errors import UnidiffParseError
+
+    if not patch_text.strip():
+        return ProtectionResult("", (), ())
+    try:
+        patch = PatchSet(patch_text)
+    except UnidiffParseError as exc:
+        raise PatchParseError(str(exc)) from None
+    if not len(patch):
+        raise PatchParseError("no file diffs found (expected a unified diff with ---/+++ headers)")
+    test_files = set(test_patch_files)
+    kept_text: list[str] = []
+    kept: list[str] = []
+    dropped: list[Dropped] = []
+    for patched in patch:
+        paths = [p for p in (_strip(patched.source_file), _strip(patched.target_file)) if p]
+        reasons = [(p, protected_reason(p, test_files)) for p in paths]
+        hit = next(((p, r) for p, r in reasons if r), None)
+        if hit:
+            dropped.append(Dropped(hit[0], hit[1] or ""))
+            continue
+        kept.append(paths[-1] if paths else patched.path)
+        kept_text.append(str(patched))
+    return ProtectionResult("".join(kept_text), tuple(kept), tuple(dropped))
+
+
+def snapshot(root: Path, test_patch_files: Iterable[str] = ()) -> dict[str, str]:
+    """sha256 of every protected file under ``root``: compared before and after a run."""
+    test_files = list(test_patch_files)
+    digests: dict[str, str] = {}
+    for directory, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS and not d.endswith(".egg-info")]
+        rel_dir = os.path.relpath(directory, root)
+        for filename in filenames:
+            rel = filename if rel_dir == "." else f"{rel_dir}/{filename}".replace(os.sep, "/")
+            reason = protected_reason(rel, test_files)
+            if reason is None or (reason == "below a tests directory" and not filename.endswith(".py")):
+                continue  # test data may legitimately be written by the tests themselves
+            path = os.path.join(directory, filename)
+            try:
+                with open(path, "rb") as handle:
+                    digests[rel] = hashlib.sha256(handle.read()).hexdigest()
+            except OSError:
+                digests[rel] = "unreadable"
+    return digests
+
+
+def snapshot_changes(before: Mapping[str, str], after: Mapping[str, str]) -> list[str]:
+    """Protected files added, removed or changed between two snapshots."""
+    changes = [f"added {p}" for p in after if p not in before]
+    changes += [f"removed {p}" for p in before if p not in after]
+    changes += [f"changed {p}" for p in before if p in after and before[p] != after[p]]
+    return sorted(changes)
