@@ -131,7 +131,7 @@ def _summary(grading: Grading | None) -> dict[str, Any]:
         summary[gate] = {
             "total": len(results),
             "counted": sum(r.counted for r in results),
-            "not_counted": [r.test_id for r in results if not r.counted and r.outcome != "missing"],
-            "missing": [r.test_id for r in results if r.outcome == "missing"],
+            "not_counted": [r.test_id for r in results if not r.counted and r.status != "missing"],
+            "missing": [r.test_id for r in results if r.status == "missing"],
         }
     return summary

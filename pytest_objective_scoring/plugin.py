@@ -283,6 +283,17 @@ def _timeout_of(config: pytest.Config) -> float | None:
         return None
 
 
+def _generated(name: bytes) -> bool:
+    """Files pytest and Python write themselves: never part of a candidate."""
+    parts = name.split(b"/")
+    return (
+        parts[0] == b".objective-scoring"
+        or b"__pycache__" in parts
+        or b".pytest_cache" in parts
+        or name.endswith((b".pyc", b".pyo"))
+    )
+
+
 def worktree_patch_ref(rootdir: Path, out: Path | None = None) -> str:
     """sha256 over ``git diff HEAD`` plus untracked files: what the candidate changed.
 
@@ -299,10 +310,11 @@ def worktree_patch_ref(rootdir: Path, out: Path | None = None) -> str:
         ).stdout
 
     try:
-        digest = hashlib.sha256(git("diff", "HEAD", "--binary", "--no-color", "--no-ext-diff"))
+        generated = (":(exclude,glob)**/__pycache__/**", ":(exclude,glob)**/*.py[co]", ":(exclude).objective-scoring")
+        digest = hashlib.sha256(git("diff", "HEAD", "--binary", "--no-color", "--no-ext-diff", "--", ".", *generated))
         for name in sorted(git("ls-files", "--others", "--exclude-standard", "-z").split(b"\0")):
             path = (rootdir / os.fsdecode(name)).resolve() if name else None
-            if path is not None and path not in skip and not name.startswith(b".objective-scoring/"):
+            if path is not None and path not in skip and not _generated(name):
                 digest.update(b"\0untracked\0" + name + b"\0")
                 try:
                     digest.update(path.read_bytes())

@@ -61,9 +61,9 @@ def render_envelope(writer: Writer, envelope: Mapping[str, Any], written: list[s
             continue
         writer.write_line(f"{title} ({len(group)}):")
         for test in group[:SHOW_LIMIT]:
-            detail = test.get("hint") if test["status"] == "missing" else test["outcome"]
+            detail = test.get("hint") or test["outcome"]
             message = test.get("message", "")
-            if message and test["status"] != "missing":
+            if message:
                 detail = f"{detail}: {message.splitlines()[0][:120]}"
             writer.write_line(f"  {test['gate']} {test['id']} - {detail}")
         if len(group) > SHOW_LIMIT:

@@ -77,7 +77,12 @@ class TestResult:
 
     @property
     def status(self) -> str:
-        if self.outcome == oc.MISSING:
+        """passed / failed (FAIL_TO_PASS), preserved / broken (PASS_TO_PASS), or missing.
+
+        A test whose xdist worker crashed never finished running: it is reported
+        as missing (and never counts), with the crash message.
+        """
+        if self.outcome in (oc.MISSING, oc.CRASHED):
             return "missing"
         if self.gate == F2P:
             return "passed" if self.counted else "failed"
@@ -300,8 +305,12 @@ def no_verdict_reason(
             return f"collecting {nodeid or 'the session'} failed ({message}), so {len(hit)} listed test(s) never ran"
     if stopped_early and listed_missing:
         return f"the session stopped early (-x / --maxfail) before {len(listed_missing)} listed test(s) ran"
-    failing = [n for n, r in records.items() if r.facts and r.outcome in FAILING_OUTCOMES]
-    if exitstatus == 0 and failing:
+    outcomes = {n: r.outcome for n, r in records.items() if r.facts}
+    failing = [n for n, o in outcomes.items() if o in FAILING_OUTCOMES]
+    # A tampered report was rewritten to "passed", so pytest itself counted it as a pass:
+    # that explains an exit status of 0; the tampered test is graded as not passing.
+    if exitstatus == 0 and [n for n in failing if outcomes[n] != oc.TAMPERED]:
+        failing = [n for n in failing if outcomes[n] != oc.TAMPERED]
         return f"pytest exited 0 but {len(failing)} test(s) failed or errored, e.g. {failing[0]}"
     if exitstatus == 1 and not failing and not collect_errors:
         return "pytest exited 1 but no test failed or errored: something outside the tests failed the run"

@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+PROJECTS = ("textstats", "intervals", "csvlite")
+
+
+@pytest.fixture
+def write_instance(pytester: pytest.Pytester) -> Callable[..., Path]:
+    """Write an instance JSON into the pytester directory and return its path."""
+
+    def write(f2p: Sequence[str], p2p: Sequence[str] = (), name: str = "instance.json", **fields: Any) -> Path:
+        data = {"instance_id": fields.pop("instance_id", "demo__demo-1"), "FAIL_TO_PASS": list(f2p),
+                "PASS_TO_PASS": list(p2p), **fields}  # fmt: skip
+        path = pytester.path / name
+        path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+        return path
+
+    return write
+
+
+@pytest.fixture(params=[0, 2], ids=["serial", "xdist-2"])
+def num_processes(request: pytest.FixtureRequest) -> int:
+    return int(request.param)
+
+
+def check_envelope(envelope: dict[str, Any]) -> None:
+    """Invariants every envelope must hold, checked on every integration run."""
+    tests = envelope["tests"]
+    ids = [t["id"] for t in tests]
+    assert len(ids) == len(set(ids)), "each listed id is recorded once"
+    score = envelope["score"]
+    if score is None:
+        assert envelope["status"] == "no_verdict" and envelope["no_verdict_reason"]
+        return
+    assert list(score) == ["instance_id", "patch_ref", "resolved", "fail_to_pass", "pass_to_pass",
+                           "graded_by", "graded_at"]  # fmt: skip
+    for gate, key, good in (("FAIL_TO_PASS", "fail_to_pass", "passed"), ("PASS_TO_PASS", "pass_to_pass", "preserved")):
+        mine = [t for t in tests if t["gate"] == gate]
+        assert score[key]["total"] == len(mine)
+        assert score[key]["passed"] == sum(t["status"] == good for t in mine)
+        assert score[key]["verdict"] == ("satisfied" if score[key]["passed"] == score[key]["total"] else "violated")
+    both = score["fail_to_pass"]["verdict"] == score["pass_to_pass"]["verdict"] == "satisfied"
+    assert score["resolved"] == ("resolved" if both else "not_resolved")
+
+
+def normalize(envelope: dict[str, Any]) -> dict[str, Any]:
+    """Strip what legitimately differs between two runs (times, paths, worker ids)."""
+    data = json.loads(json.dumps(envelope))
+    data.pop("created", None)
+    data["session"] = {"exitstatus": data["session"].get("exitstatus")}
+    if data["score"]:
+        data["score"].pop("graded_at")
+    for test in data["tests"]:
+        test.pop("duration", None)
+        test.pop("message", None)
+        test.pop("hint", None)
+    return data
+
+
+@pytest.fixture
+def run_and_parse(pytester: pytest.Pytester) -> Callable[..., tuple[pytest.RunResult, dict[str, Any]]]:
+    """Run pytest with the plugin (in a subprocess), load the envelope and check its invariants."""
+
+    def run(instance: Path, *args: str, n: int = 0, out: str = "envelope.json") -> tuple[pytest.RunResult, dict[str, Any]]:
+        extra = ["-n", str(n)] if n else []
+        result = pytester.runpytest_subprocess(
+            f"--objective-score={instance}", f"--objective-score-out={out}", "-p", "no:randomly", *extra, *args
+        )
+        path = pytester.path / out
+        assert path.exists(), result.stdout.str() + result.stderr.str()
+        envelope = json.loads(path.read_text(encoding="utf-8"))
+        check_envelope(envelope)
+        return result, envelope
+
+    return run
+
+
+def by_id(envelope: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {t["id"]: t for t in envelope["tests"]}
