@@ -135,7 +135,7 @@ def _json_rows(path: Path, text: str) -> Iterator[tuple[str, Any]]:
         raise InstanceError(source, None, "the file is empty: expected a JSON object, a JSON array or JSONL")
     if not path.name.endswith(".jsonl"):
         try:
-            value = json.loads(stripped)
+            value = json.loads(text)
         except json.JSONDecodeError as exc:
             if exc.msg != "Extra data":
                 raise InstanceError(
@@ -148,7 +148,8 @@ def _json_rows(path: Path, text: str) -> Iterator[tuple[str, Any]]:
             else:
                 yield source, value
             return
-    for lineno, line in enumerate(text.splitlines(), 1):
+    # split on newlines only: U+2028 and friends may stand raw inside JSON strings
+    for lineno, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:
@@ -192,6 +193,8 @@ def load_instance(path: str | Path, instance_id: str | None = None) -> Instance:
     if instance_id is None:
         path, text = _read(path)
         rows = list(_json_rows(path, text))
+        if not rows:
+            raise InstanceError(str(path), None, "holds no instances (an empty JSON array)")
         if len(rows) != 1:
             ids = [row.get("instance_id") for _, row in rows[:5] if isinstance(row, Mapping)]
             raise InstanceError(

@@ -9,7 +9,8 @@ never imports pytest. The folding rules (``docs/outcomes.md`` has the table):
 * call failed -> ``failed`` (``xpassed_strict`` for a strict xpass)
 * call skipped -> ``skipped`` (``xfailed`` under xfail); call passed -> ``passed``
   (``xpassed`` for a non-strict xpass)
-* a failed teardown turns any of passed, xpassed, xfailed or skipped into ``error``
+* a failed teardown (reported as skipped under an xfail mark) turns passed, xpassed,
+  xfailed or skipped into ``error``
 * a test whose teardown never arrived (an interrupted run) -> ``incomplete``
 """
 
@@ -79,7 +80,10 @@ def fold(facts: Iterable[Fact]) -> str:
         result = _phase_outcome(by_phase["call"])
     else:
         return INCOMPLETE
-    if by_phase["teardown"]["outcome"] == "failed" and result in (PASSED, XPASSED, XFAILED, SKIPPED):
+    teardown = by_phase["teardown"]
+    # pytest reports a teardown that raised as failed, or as skipped with wasxfail under an xfail mark
+    teardown_raised = teardown["outcome"] == "failed" or (teardown["outcome"] == "skipped" and teardown.get("xfail"))
+    if teardown_raised and result in (PASSED, XPASSED, XFAILED, SKIPPED):
         return ERROR
     return result
 

@@ -10,7 +10,8 @@ Protected paths (``docs/untrusted-candidates.md`` explains each):
 * every file the instance's test patch touches;
 * ``conftest.py`` anywhere, test modules (``test_*.py``, ``*_test.py``,
   ``tests.py``) and anything below a ``tests`` directory;
-* pytest configuration: ``pytest.ini``, ``.pytest.ini``, ``tox.ini``,
+* the files that hold the instance's listed tests;
+* pytest configuration: ``pytest.toml``, ``.pytest.toml``, ``pytest.ini``, ``.pytest.ini``, ``tox.ini``,
   ``setup.cfg``, ``pyproject.toml``;
 * interpreter start-up hooks: ``sitecustomize.py``, ``usercustomize.py``, ``*.pth``;
 * plugin entry points and packaging metadata: ``setup.py``, ``entry_points.txt``.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Final, Iterable, Mapping
@@ -29,6 +31,8 @@ __all__ = ["Dropped", "ProtectionResult", "filter_candidate", "patch_files", "pr
 CONFIG_FILES: Final = {
     "pytest.ini": "pytest configuration",
     ".pytest.ini": "pytest configuration",
+    "pytest.toml": "pytest configuration",
+    ".pytest.toml": "pytest configuration",
     "tox.ini": "pytest configuration",
     "setup.cfg": "pytest configuration",
     "pyproject.toml": "pytest configuration",
@@ -65,7 +69,7 @@ def protected_reason(path: str, test_patch_files: Iterable[str] = ()) -> str | N
     """Why a repository-relative path must not be changed by a candidate, or None."""
     posix = PurePosixPath(path.replace("\\", "/"))
     if str(posix) in set(test_patch_files):
-        return "touched by the instance's test patch"
+        return "a file of the instance's tests (test patch or listed tests)"
     name = posix.name
     if name in CONFIG_FILES:
         return CONFIG_FILES[name]
@@ -101,32 +105,80 @@ def patch_files(patch_text: str) -> list[str]:
     return list(paths)
 
 
-def filter_candidate(patch_text: str, test_patch_files: Iterable[str] = ()) -> ProtectionResult:
-    """Drop every file diff that touches a protected path; keep the rest verbatim."""
+def _file_chunks(patch_text: str) -> list[str]:
+    """The patch split into one verbatim chunk per file diff.
+
+    Git-style patches are cut at their ``diff --git`` lines, so extended headers
+    and ``GIT binary patch`` data stay byte for byte; other unified diffs are cut
+    where a ``--- `` header follows a line that is not part of a hunk.
+    """
+    lines = patch_text.splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines) if line.startswith("diff --git ")]
+    if not starts:
+        starts = [
+            i
+            for i, line in enumerate(lines)
+            if line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
+        ]
+    if not starts:
+        return []
+    bounds = [*starts[1:], len(lines)]
+    chunks = ["".join(lines[a:b]) for a, b in zip(starts, bounds)]
+    chunks[0] = "".join(lines[: starts[0]]) + chunks[0]  # keep any preamble with the first file
+    return chunks
+
+
+_GIT_HEADER = re.compile(r"^diff --git a/(.+?) b/(.+?)$", re.MULTILINE)
+
+
+def _chunk_paths(chunk: str) -> list[str]:
     from unidiff import PatchSet
     from unidiff.errors import UnidiffParseError
 
-    if not patch_text.strip():
-        return ProtectionResult("", (), ())
+    paths: dict[str, None] = {}
     try:
-        patch = PatchSet(patch_text)
+        for patched in PatchSet(chunk):
+            for candidate in (_strip(patched.source_file), _strip(patched.target_file)):
+                if candidate:
+                    paths.setdefault(candidate, None)
     except UnidiffParseError as exc:
         raise PatchParseError(str(exc)) from None
-    if not len(patch):
+    header = _GIT_HEADER.search(chunk)
+    if header:
+        for candidate in header.groups():
+            paths.setdefault(candidate, None)
+    for prefix in ("rename from ", "rename to ", "copy from ", "copy to "):
+        for line in chunk.splitlines():
+            if line.startswith(prefix):
+                paths.setdefault(line[len(prefix):], None)
+    return list(paths)
+
+
+def filter_candidate(patch_text: str, protected: Iterable[str] = ()) -> ProtectionResult:
+    """Drop every file diff that touches a protected path; keep the rest verbatim.
+
+    ``protected`` names paths protected for this instance (the test patch's files
+    and the files holding its listed tests) on top of the general rules.
+    """
+    if not patch_text.strip():
+        return ProtectionResult("", (), ())
+    chunks = _file_chunks(patch_text)
+    if not chunks:
         raise PatchParseError("no file diffs found (expected a unified diff with ---/+++ headers)")
-    test_files = set(test_patch_files)
+    extra = set(protected)
     kept_text: list[str] = []
     kept: list[str] = []
     dropped: list[Dropped] = []
-    for patched in patch:
-        paths = [p for p in (_strip(patched.source_file), _strip(patched.target_file)) if p]
-        reasons = [(p, protected_reason(p, test_files)) for p in paths]
-        hit = next(((p, r) for p, r in reasons if r), None)
+    for chunk in chunks:
+        paths = _chunk_paths(chunk)
+        if not paths:
+            raise PatchParseError(f"cannot tell which file this diff changes: {chunk.splitlines()[0][:200]!r}")
+        hit = next(((p, r) for p in paths if (r := protected_reason(p, extra))), None)
         if hit:
-            dropped.append(Dropped(hit[0], hit[1] or ""))
+            dropped.append(Dropped(hit[0], hit[1]))
             continue
-        kept.append(paths[-1] if paths else patched.path)
-        kept_text.append(str(patched))
+        kept.append(paths[-1])
+        kept_text.append(chunk)
     return ProtectionResult("".join(kept_text), tuple(kept), tuple(dropped))
 
 

@@ -357,7 +357,9 @@ def run_tests(
     run = RunRecord(command=command, exit_code=code, timed_out=timed_out, wall_time=wall, cpu=cpu)
     run.output_tail = log.read_text(encoding="utf-8", errors="replace")[-OUTPUT_TAIL:]
     if record_file.exists():
-        for line in record_file.read_text(encoding="utf-8", errors="replace").splitlines():
+        for line in record_file.read_text(encoding="utf-8", errors="replace").split("\n"):
+            if not line.strip():
+                continue
             try:
                 item = json.loads(line)
             except json.JSONDecodeError:
@@ -447,7 +449,7 @@ def grade_candidate(request: GradeRequest) -> GradeResult:
         t = step("copy", started)
         text = request.patch.decode("utf-8", errors="surrogateescape")
         try:
-            protection = protect.filter_candidate(text, test_patch_files)
+            protection = protect.filter_candidate(text, [*test_patch_files, *instance.test_files()])
         except protect.PatchParseError as exc:
             runner["apply"] = {"strategy": None, "attempts": [], "dropped": [], "error": f"not a unified diff: {exc}"}
             return _finish_unapplied(request, instance, patch_ref, runner, steps, workspace, started)
@@ -473,14 +475,15 @@ def grade_candidate(request: GradeRequest) -> GradeResult:
             runner["absent_test_files"] = absent
         if not test_files:
             raise InfraFailure("setup", f"none of the listed tests' files exist after the test patch: {', '.join(absent)}")
-        before = protect.snapshot(copy, test_patch_files)
+        guarded = [*test_patch_files, *instance.test_files()]
+        before = protect.snapshot(copy, guarded)
         run = run_tests(copy=copy, workspace=workspace, python=python, test_files=test_files,
                         timeout=request.timeout, network=request.network, label="candidate")  # fmt: skip
         t = step("tests", t)
         runner["run"] = run.to_dict()
         grading, reason, failure = assess(run, instance, request.compat, copy, request.timeout)
         integrity: list[dict[str, str]] = []
-        changes = protect.snapshot_changes(before, protect.snapshot(copy, test_patch_files))
+        changes = protect.snapshot_changes(before, protect.snapshot(copy, guarded))
         if changes and reason is None:
             reason, failure = f"the test run modified protected files: {', '.join(changes[:5])}", "verifier"
         for nodeid, record in run.collector.records.items():
@@ -552,11 +555,12 @@ def _control_run(
     _reset(copy, baseline)
     if test_patch:
         apply_test_patch(copy, baseline, test_patch, test_patch_files, workspace)
-    before = protect.snapshot(copy, test_patch_files)
+    guarded = [*test_patch_files, *request.instance.test_files()]
+    before = protect.snapshot(copy, guarded)
     run = run_tests(copy=copy, workspace=workspace, python=python, test_files=test_files,
                     timeout=request.timeout, network=request.network, label="control")  # fmt: skip
     _, reason, failure = assess(run, request.instance, request.compat, copy, request.timeout)
-    changes = protect.snapshot_changes(before, protect.snapshot(copy, test_patch_files))
+    changes = protect.snapshot_changes(before, protect.snapshot(copy, guarded))
     if reason is None and changes:
         reason = f"the base's own tests modify protected files: {', '.join(changes[:5])}"
     return run, reason, failure

@@ -129,21 +129,39 @@ class Grading:
         return [r for r in self.results if r.outcome == oc.MISSING]
 
 
-def hint_for_missing(test_id: str, executed: Sequence[str]) -> str:
+def _escaped(test_id: str) -> str:
+    """The id as pytest writes non-ASCII parameter ids (``caf\\xe9``) by default."""
+    if "[" not in test_id:
+        return test_id
+    head, _, params = test_id.partition("[")
+    return head + "[" + params.encode("unicode_escape").decode("ascii")
+
+
+def hint_for_missing(test_id: str, executed: Sequence[str], compat: str = "strict") -> str:
     """Why a listed id may not have run: a near match among the executed ids, or none."""
     hints = []
+    prefixed: list[str] = []
     if test_id.count("[") > test_id.count("]"):
         prefixed = [e for e in executed if e.startswith(test_id)]
-        if prefixed:
+        if prefixed and compat == "swebench":
+            hints.append(
+                f"looks cut short at a space; the executed ids it prefixes ({_few(prefixed)}) disagree on "
+                "pass versus fail, so SWE-bench's prefix matching refuses it"
+            )
+        elif prefixed:
             hints.append(
                 f"looks cut short at a space (as SWE-bench logs cut ids); it prefixes {_few(prefixed)}; "
                 "--objective-compat=swebench matches such ids by prefix"
             )
+    escaped = _escaped(test_id)
+    if escaped != test_id and escaped in executed:
+        hints.append(f"pytest escapes non-ASCII parameter ids: it ran as {escaped}")
     base = test_id.split("[", 1)[0]
-    if "[" in test_id or any(e.startswith(base + "[") for e in executed):
-        siblings = [e for e in executed if e != test_id and e.split("[", 1)[0] == base and not e.startswith(test_id)]
-        if siblings:
-            hints.append(f"ran with other parameters: {_few(siblings)}")
+    siblings = [
+        e for e in executed if e != test_id and e != escaped and e.split("[", 1)[0] == base and e not in prefixed
+    ]
+    if siblings:
+        hints.append(f"ran with other parameters: {_few(siblings)}")
     moved = [e for e in executed if e.endswith("/" + test_id) or test_id.endswith("/" + e)]
     if moved:
         hints.append(f"ran as {_few(moved)}: the id may be relative to another rootdir")
@@ -238,7 +256,7 @@ def grade(instance: Instance, records: Mapping[str, oc.TestRecord], compat: str 
             missing_seen += 1
             results[index] = TestResult(
                 result.test_id, result.gate, result.outcome, False, None, {}, 0.0, "",
-                hint_for_missing(result.test_id, executed),
+                hint_for_missing(result.test_id, executed, compat),
             )  # fmt: skip
     gates = {}
     for gate in (F2P, P2P):

@@ -1,0 +1,333 @@
+"""The runner on real fixture repositories, with real pytest subprocesses."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_objective_scoring.runner import BadInput
+
+from .conftest import FIXTURES, PROJECTS
+from .runner_helpers import GIT, grade, instance_of, make_patch, patch_of, tree_digest
+
+INTERVALS = FIXTURES / "repos" / "intervals"
+INTERVAL_PY = "src/intervals/interval.py"
+BUGGY = "return self.start < other.end and other.start < self.end"
+FIXED = "return self.start <= other.end and other.start <= self.end"
+
+EXPECTED = {
+    "gold": ("resolved", "none", 0),
+    "break_p2p": ("not_resolved", "solver", 1),
+    "empty": ("not_resolved", "solver", 1),
+    "tamper": ("not_resolved", "solver", 1),
+    "noapply": ("not_resolved", "patch_apply", 1),
+}
+
+
+def interval_source(replacement: str, extra: str = "") -> str:
+    source = (INTERVALS / INTERVAL_PY).read_text(encoding="utf-8")
+    assert BUGGY in source
+    return source.replace(BUGGY, replacement) + extra
+
+
+@pytest.mark.parametrize("project", PROJECTS)
+@pytest.mark.parametrize("candidate", list(EXPECTED))
+def test_fixture_candidates_get_their_expected_verdicts(project, candidate):
+    result = grade(project, patch_of(project, candidate))
+    resolved, failure_class, exit_code = EXPECTED[candidate]
+    score = result.envelope["score"]
+    assert (score["resolved"], result.failure_class, result.exit_code) == (resolved, failure_class, exit_code)
+    assert list(score) == ["instance_id", "patch_ref", "resolved", "fail_to_pass", "pass_to_pass", "graded_by",
+                           "graded_at"]  # fmt: skip
+    assert "(runner)" in score["graded_by"] and "timeout=120s" in score["graded_by"]
+    if candidate == "break_p2p":
+        assert score["fail_to_pass"]["verdict"] == "satisfied"
+        assert score["pass_to_pass"]["verdict"] == "violated"
+    if candidate == "noapply":
+        attempts = result.envelope["runner"]["apply"]["attempts"]
+        assert [a["strategy"] for a in attempts] == ["git apply", "git apply --3way", "git apply --reject",
+                                                     "patch --fuzz=5"]  # fmt: skip
+        assert not any(a["ok"] for a in attempts)
+        assert result.envelope["swebench"]["report"][score["instance_id"]]["patch_successfully_applied"] is False
+    if candidate == "tamper":
+        dropped = {d["path"]: d["reason"] for d in result.envelope["runner"]["apply"]["dropped"]}
+        assert any(p.endswith("conftest.py") for p in dropped), dropped
+        assert any("test patch" in r for r in dropped.values()), dropped
+
+
+def test_the_users_repository_is_never_modified(tmp_path):
+    repo = tmp_path / "intervals"
+    shutil.copytree(INTERVALS, repo)
+    before = tree_digest(repo)
+    for candidate in ("gold", "tamper", "noapply"):
+        grade("intervals", patch_of("intervals", candidate), repo=repo)
+    assert tree_digest(repo) == before
+
+
+def test_patch_ref_is_the_sha256_of_the_candidate_unless_named():
+    import hashlib
+
+    patch = patch_of("intervals", "gold")
+    assert grade("intervals", patch).envelope["score"]["patch_ref"] == "sha256:" + hashlib.sha256(patch).hexdigest()
+    assert grade("intervals", patch, patch_ref="run-42/cand-3").envelope["score"]["patch_ref"] == "run-42/cand-3"
+
+
+def test_garbage_patch_does_not_apply_and_is_not_resolved():
+    result = grade("intervals", b"this is not a diff\n")
+    assert result.failure_class == "patch_apply"
+    assert result.envelope["score"]["resolved"] == "not_resolved"
+    assert "not a unified diff" in result.envelope["runner"]["failure_detail"]
+
+
+def test_fuzzy_patch_applies_with_a_later_strategy(tmp_path):
+    diff = make_patch(INTERVALS, {INTERVAL_PY: interval_source(FIXED)}, tmp_path)
+    # spoil the hunk's first context line: git apply refuses, a fuzzy strategy still applies it
+    lines = diff.splitlines(keepends=True)
+    first_context = next(i for i, line in enumerate(lines) if line.startswith(" ") and i > 4)
+    lines[first_context] = " # a line that is not in the file\n"
+    result = grade("intervals", "".join(lines).encode())
+    assert result.envelope["runner"]["apply"]["strategy"] != "git apply"
+    assert result.envelope["score"]["resolved"] == "resolved"
+
+
+def test_timeout_caused_by_the_candidate_is_its_failure(tmp_path):
+    hang = interval_source(
+        "import subprocess, time; subprocess.Popen(['sleep', '987']); time.sleep(600)",
+    )
+    diff = make_patch(INTERVALS, {INTERVAL_PY: hang}, tmp_path)
+    result = grade("intervals", diff.encode(), timeout=20)
+    assert result.failure_class == "solver" and result.exit_code == 1
+    assert result.envelope["score"]["resolved"] == "not_resolved"
+    assert "timed out after 20s" in result.envelope["candidate_no_verdict_reason"]
+    assert result.envelope["runner"]["run"]["timed_out"] is True
+    assert result.envelope["runner"]["control_run"]["no_verdict_reason"] is None
+    # the whole process group was killed, grandchildren included
+    left = subprocess.run(["pgrep", "-f", "sleep 987"], capture_output=True, text=True).stdout
+    assert left == ""
+
+
+def test_timeout_on_the_base_too_is_an_infrastructure_failure():
+    slow_test = textwrap.dedent(
+        """\
+        diff --git a/tests/test_slow.py b/tests/test_slow.py
+        new file mode 100644
+        --- /dev/null
+        +++ b/tests/test_slow.py
+        @@ -0,0 +1,4 @@
+        +import time
+        +
+        +def test_slow():
+        +    time.sleep(600)
+        """
+    )
+    instance = instance_of("intervals", test_patch=slow_test, FAIL_TO_PASS=["tests/test_slow.py::test_slow"])
+    result = grade("intervals", patch_of("intervals", "gold"), instance=instance, timeout=8)
+    assert result.exit_code == 3
+    assert result.failure_class == "verifier"
+    assert result.envelope["score"] is None
+    assert "timed out" in result.envelope["no_verdict_reason"]
+
+
+def test_candidate_breaking_collection_is_its_failure(tmp_path):
+    diff = make_patch(INTERVALS, {INTERVAL_PY: interval_source(FIXED, extra="\nthis is ( not python\n")}, tmp_path)
+    result = grade("intervals", diff.encode())
+    assert (result.failure_class, result.exit_code) == ("solver", 1)
+    assert "collect" in result.envelope["candidate_no_verdict_reason"] or "interrupted" in result.envelope[
+        "candidate_no_verdict_reason"
+    ]
+    assert all(t["status"] == "missing" for t in result.envelope["tests"])
+
+
+def test_test_patch_that_does_not_apply_is_an_infrastructure_failure(tmp_path):
+    bad = tmp_path / "bad.diff"
+    bad.write_text(patch_of("intervals", "noapply").decode().replace("src/intervals", "tests"), encoding="utf-8")
+    result = grade("intervals", patch_of("intervals", "gold"), test_patch=bad.read_text())
+    assert (result.exit_code, result.failure_class) == (3, "setup")
+    assert "test patch does not apply" in result.envelope["no_verdict_reason"]
+
+
+def test_interpreter_without_pytest_is_a_setup_failure(tmp_path):
+    venv = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    result = grade("intervals", patch_of("intervals", "gold"), python=str(venv / "bin" / "python"))
+    assert (result.exit_code, result.failure_class) == (3, "setup")
+    assert "pytest is not installed" in result.envelope["no_verdict_reason"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"repo": Path("/nonexistent/repo")}, "not a directory"),
+        ({"python": "/nonexistent/python"}, "no such executable interpreter"),
+        ({"instance": instance_of("intervals", base_commit="0123abcd")}, "not a git repository"),
+    ],
+    ids=["repo", "python", "base-commit-without-git"],
+)
+def test_bad_requests_raise_bad_input(kwargs, fragment):
+    with pytest.raises(BadInput, match=fragment):
+        grade("intervals", patch_of("intervals", "gold"), **kwargs)
+
+
+def _git_repo_with_fix(tmp_path: Path) -> tuple[Path, str]:
+    """A git repository whose first commit is the buggy base and HEAD already has the fix."""
+    repo = tmp_path / "git-intervals"
+    shutil.copytree(INTERVALS, repo)
+    (repo / ".gitignore").write_text("*.built\n", encoding="utf-8")
+    subprocess.run([*GIT, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*GIT, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*GIT, "commit", "-qm", "base"], cwd=repo, check=True)
+    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    (repo / INTERVAL_PY).write_text(interval_source(FIXED), encoding="utf-8")
+    subprocess.run([*GIT, "commit", "-qam", "fix"], cwd=repo, check=True)
+    (repo / "src" / "intervals" / "ext.built").write_text("compiled artefact\n", encoding="utf-8")
+    return repo, base
+
+
+def test_base_commit_is_checked_out_and_ignored_artefacts_are_kept(tmp_path):
+    repo, base = _git_repo_with_fix(tmp_path)
+    artefact_test = textwrap.dedent(
+        """\
+        diff --git a/tests/test_artefact.py b/tests/test_artefact.py
+        new file mode 100644
+        --- /dev/null
+        +++ b/tests/test_artefact.py
+        @@ -0,0 +1,4 @@
+        +from pathlib import Path
+        +
+        +def test_built_extension_is_present():
+        +    assert Path("src/intervals/ext.built").exists()
+        """
+    )
+    test_patch = instance_of("intervals").test_patch + artefact_test
+    instance = instance_of("intervals", base_commit=base, test_patch=test_patch,
+                           PASS_TO_PASS=[*instance_of("intervals").pass_to_pass,
+                                         "tests/test_artefact.py::test_built_extension_is_present"])  # fmt: skip
+    gold = grade("intervals", patch_of("intervals", "gold"), repo=repo, instance=instance)
+    assert gold.envelope["score"]["resolved"] == "resolved", gold.envelope["tests"]
+    empty = grade("intervals", b"", repo=repo, instance=instance)
+    assert empty.envelope["score"]["resolved"] == "not_resolved"  # HEAD's fix is not what gets graded
+    unknown = instance_of("intervals", base_commit="f" * 40)
+    with pytest.raises(BadInput, match="has no commit"):
+        grade("intervals", b"", repo=repo, instance=unknown)
+
+
+def test_working_tree_of_a_git_repo_is_graded_without_base_commit(tmp_path):
+    repo, _ = _git_repo_with_fix(tmp_path)
+    (repo / INTERVAL_PY).write_text(interval_source(BUGGY), encoding="utf-8")  # uncommitted: back to the bug
+    assert grade("intervals", b"", repo=repo).envelope["score"]["resolved"] == "not_resolved"
+    assert grade("intervals", patch_of("intervals", "gold"), repo=repo).envelope["score"]["resolved"] == "resolved"
+
+
+def _venv_with_stale_install(tmp_path: Path, *, preload: bool) -> Path:
+    """A virtualenv where the *original* intervals sources are installed in develop mode, first on sys.path."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    original = INTERVALS / "src"
+    # the old setuptools "develop" trick: move the entry to the very front of sys.path
+    lines = ["import sys; sys.__plen = len(sys.path)", str(original),
+             "import sys; new = sys.path[sys.__plen:]; del sys.path[sys.__plen:]; sys.path[0:0] = new"]  # fmt: skip
+    if preload:
+        lines.append("import intervals")
+    (site / "easy-install.pth").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return venv / "bin" / "python"
+
+
+def test_tests_import_the_graded_copy_not_a_stale_editable_install(tmp_path):
+    python = _venv_with_stale_install(tmp_path, preload=False)
+    probe = subprocess.run([str(python), "-c", "import intervals; print(intervals.__file__)"],
+                           capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+    assert str(INTERVALS) in probe.stdout, probe.stdout + probe.stderr  # the trap is armed
+    result = grade("intervals", patch_of("intervals", "gold"), python=str(python))
+    assert result.envelope["score"]["resolved"] == "resolved", result.envelope["tests"]
+
+
+def test_a_shadowing_copy_already_imported_is_a_setup_failure(tmp_path):
+    python = _venv_with_stale_install(tmp_path, preload=True)
+    result = grade("intervals", patch_of("intervals", "gold"), python=str(python))
+    assert (result.exit_code, result.failure_class) == (3, "setup")
+    assert "imported intervals from" in result.envelope["no_verdict_reason"]
+
+
+NETWORK_TEST = textwrap.dedent(
+    """\
+    diff --git a/tests/test_network.py b/tests/test_network.py
+    new file mode 100644
+    --- /dev/null
+    +++ b/tests/test_network.py
+    @@ -0,0 +1,5 @@
+    +from pathlib import Path
+    +
+    +def test_only_loopback():
+    +    names = {line.split(":")[0].strip() for line in Path("/proc/net/dev").read_text().splitlines()[2:]}
+    +    assert names == {"lo"}
+    """
+)
+
+
+def test_network_is_unshared_where_the_machine_allows():
+    from pytest_objective_scoring.runner import network_isolation
+
+    assert network_isolation(), "unshare must work on this machine (CI runs as root)"
+    instance = instance_of("intervals", test_patch=NETWORK_TEST, FAIL_TO_PASS=["tests/test_network.py::test_only_loopback"],
+                           PASS_TO_PASS=[])  # fmt: skip
+    isolated = grade("intervals", b"", instance=instance)
+    assert isolated.envelope["runner"]["network"] == "unshared"
+    assert isolated.envelope["score"]["resolved"] == "resolved"
+    allowed = grade("intervals", b"", instance=instance, network=True)
+    assert allowed.envelope["runner"]["network"] == "allowed"
+    assert allowed.envelope["score"]["resolved"] == "not_resolved"
+
+
+def test_candidate_writing_a_conftest_during_the_run_is_caught(tmp_path):
+    sneaky = interval_source(
+        FIXED,
+        extra=textwrap.dedent(
+            """
+            import pathlib as _p
+            _p.Path(__file__).resolve().parents[2].joinpath("tests", "sub", "conftest.py").parent.mkdir(exist_ok=True)
+            _p.Path(__file__).resolve().parents[2].joinpath("tests", "sub", "conftest.py").write_text("# hi")
+            """
+        ),
+    )
+    diff = make_patch(INTERVALS, {INTERVAL_PY: sneaky}, tmp_path)
+    result = grade("intervals", diff.encode())
+    assert (result.failure_class, result.envelope["score"]["resolved"]) == ("solver", "not_resolved")
+    assert "modified protected files: added tests/sub/conftest.py" in result.envelope["candidate_no_verdict_reason"]
+    assert {"kind": "protected_file_modified", "detail": "added tests/sub/conftest.py"} in result.envelope["integrity"]["flags"]
+
+
+def test_candidate_patching_pytest_reports_at_import_is_graded_by_what_raised(tmp_path):
+    rigged = interval_source(
+        BUGGY,
+        extra=textwrap.dedent(
+            """
+            import _pytest.reports as _r
+            _orig = _r.TestReport.from_item_and_call.__func__
+            def _forged(cls, item, call):
+                report = _orig(cls, item, call)
+                report.outcome = "passed"
+                return report
+            _r.TestReport.from_item_and_call = classmethod(_forged)
+            """
+        ),
+    )
+    diff = make_patch(INTERVALS, {INTERVAL_PY: rigged}, tmp_path)
+    result = grade("intervals", diff.encode())
+    assert result.envelope["score"]["resolved"] == "not_resolved"
+    assert any(f["kind"] == "raised_but_passed" for f in result.envelope["integrity"]["flags"])
+
+
+def test_envelope_records_steps_costs_and_command():
+    result = grade("intervals", patch_of("intervals", "gold"))
+    runner = result.envelope["runner"]
+    assert [s["name"] for s in runner["steps"]] == ["copy", "apply", "test_patch", "tests"]
+    assert runner["run"]["exit_code"] == 0 and runner["run"]["timed_out"] is False
+    assert runner["test_files"] == ["tests/test_merge.py", "tests/test_interval.py"]
+    assert result.envelope["cost"]["cpu"] > 0 and result.envelope["cost"]["wall_time"] > 0
+    assert runner["apply"]["strategy"] == "git apply"
