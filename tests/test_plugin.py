@@ -171,6 +171,27 @@ def test_ids_with_spaces_and_non_ascii_match_exactly(pytester, write_instance, r
     assert envelope["score"]["resolved"] == "resolved", envelope["tests"]
 
 
+def test_non_ascii_parameter_ids_match_however_pytest_spells_them(pytester, write_instance, run_and_parse):
+    pytester.makepyfile(
+        test_ids="""
+        import pytest
+        @pytest.mark.parametrize("word", ["crème", "brûlée"])
+        def test_escaped(word): pass
+        """
+    )
+    instance = write_instance(["test_ids.py::test_escaped[crème]"], ["test_ids.py::test_escaped[br\\xfbl\\xe9e]"])
+    _, strict = run_and_parse(instance, out="strict.json")
+    assert strict["score"]["resolved"] == "resolved"
+    assert by_id(strict)["test_ids.py::test_escaped[crème]"]["matched"] == "test_ids.py::test_escaped[cr\\xe8me]"
+    pytester.makeini("[pytest]\ndisable_test_id_escaping_and_forfeit_all_rights_to_community_support = true\n")
+    _, unescaped = run_and_parse(instance, out="unescaped.json")
+    assert unescaped["score"]["resolved"] == "resolved"
+    _, compat = run_and_parse(instance, "--objective-compat=swebench", out="compat.json")
+    assert compat["score"]["resolved"] == "not_resolved"  # SWE-bench compares log strings exactly
+    hint = by_id(compat)["test_ids.py::test_escaped[br\\xfbl\\xe9e]"]["hint"]
+    assert "pytest's id escaping is off here: it ran as test_ids.py::test_escaped[brûlée]" in hint
+
+
 def test_truncated_id_is_missing_in_strict_mode_and_matched_in_swebench_mode(pytester, write_instance, run_and_parse):
     pytester.makepyfile(
         test_trunc="""
@@ -305,7 +326,6 @@ def test_forced_passed_reports_are_flagged_and_do_not_count(pytester, write_inst
 
 
 def test_json_report_carries_the_score(pytester, write_instance, run_and_parse):
-    pytest.importorskip("pytest_jsonreport")
     pytester.makepyfile(test_outcomes=OUTCOME_MODULE)
     _, envelope = run_and_parse(write_instance(ids(["passes"])), "--json-report", "--json-report-file=report.json")
     report = json.loads((pytester.path / "report.json").read_text())

@@ -1,0 +1,149 @@
+"""The objective-score command line, run as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from .conftest import FIXTURES
+from .runner_helpers import envelope_of, run_cli
+
+INTERVALS = ["--repo", str(FIXTURES / "repos" / "intervals"), "--instance", str(FIXTURES / "instances" / "intervals.json")]
+
+
+def patch(name: str) -> str:
+    return str(FIXTURES / "patches" / "intervals" / f"{name}.diff")
+
+
+def test_top_level_help_lists_the_commands():
+    result = run_cli("--help")
+    assert result.returncode == 0
+    assert "grade" in result.stdout and "demo" in result.stdout
+    assert "never by asking a model" in result.stdout
+
+
+def test_version():
+    from pytest_objective_scoring import __version__
+
+    assert run_cli("--version").stdout.strip() == f"objective-score {__version__}"
+
+
+def test_grade_help_explains_options_and_exit_statuses():
+    result = run_cli("grade", "--help")
+    assert result.returncode == 0
+    for fragment in ("--repo DIR", "--instance FILE", "--patch FILE", "--test-patch FILE", "--python PATH",
+                     "--timeout S", "--out FILE", "--compat MODE", "--instance-id ID", "--json", "examples:",
+                     "2 bad input, 3 infrastructure failure"):  # fmt: skip
+        assert fragment in result.stdout, fragment
+
+
+def test_grade_resolved_prints_summary_and_writes_out(tmp_path):
+    out = tmp_path / "deep" / "score.json"
+    result = run_cli("grade", *INTERVALS, "--patch", patch("gold"), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    for line in ("FAIL_TO_PASS: 2/2 passed [satisfied]", "PASS_TO_PASS: 11/11 preserved [satisfied]",
+                 "verdict: RESOLVED", "candidate applied with: git apply", "failure class: none",
+                 f"score written to: {out}"):  # fmt: skip
+        assert line in result.stdout, line
+    assert json.loads(out.read_text())["score"]["resolved"] == "resolved"
+
+
+def test_grade_not_resolved_names_the_broken_test():
+    result = run_cli("grade", *INTERVALS, "--patch", patch("break_p2p"))
+    assert result.returncode == 1
+    assert "PASS_TO_PASS tests/test_merge.py::TestMerge::test_disjoint - failed" in result.stdout
+    assert "verdict: NOT RESOLVED" in result.stdout
+
+
+def test_grade_json_and_patch_from_stdin():
+    with open(patch("gold"), "rb") as handle:
+        result = subprocess.run([sys.executable, "-m", "pytest_objective_scoring", "grade", *INTERVALS, "--patch", "-",
+                                 "--json"], stdin=handle, capture_output=True, text=True)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    envelope = envelope_of(result)
+    assert envelope["score"]["resolved"] == "resolved"
+    assert envelope["runner"]["failure_class"] == "none"
+
+
+def test_tampering_candidate_lists_what_was_not_applied():
+    result = run_cli("grade", *INTERVALS, "--patch", patch("tamper"))
+    assert result.returncode == 1
+    assert "not applied (protected): tests/conftest.py - conftest.py (pytest hooks and fixtures)" in result.stdout
+
+
+def test_patch_that_does_not_apply_exits_1():
+    result = run_cli("grade", *INTERVALS, "--patch", patch("noapply"))
+    assert result.returncode == 1
+    assert "candidate applied with: nothing (did not apply)" in result.stdout
+    assert "failure class: patch_apply" in result.stdout
+
+
+def test_bad_instance_exits_2_naming_file_and_field(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"instance_id": "x", "PASS_TO_PASS": []}', encoding="utf-8")
+    result = run_cli("grade", "--repo", str(tmp_path), "--instance", str(bad), "--patch", patch("gold"))
+    assert result.returncode == 2
+    assert result.stderr.startswith("objective-score grade: error: ")
+    assert str(bad) in result.stderr and "'FAIL_TO_PASS'" in result.stderr
+
+
+def test_missing_patch_file_exits_2(tmp_path):
+    result = run_cli("grade", *INTERVALS, "--patch", str(tmp_path / "nope.diff"))
+    assert result.returncode == 2
+    assert "nope.diff" in result.stderr and "No such file" in result.stderr
+
+
+def test_bad_timeout_exits_2():
+    result = run_cli("grade", *INTERVALS, "--patch", patch("gold"), "--timeout", "0")
+    assert result.returncode == 2
+    assert "the timeout must be more than 0 seconds" in result.stderr
+
+
+def test_unknown_instance_id_in_dataset_suggests_close_matches():
+    result = run_cli("grade", "--repo", str(FIXTURES / "repos" / "intervals"), "--instance",
+                     str(FIXTURES / "datasets" / "fixtures.jsonl"), "--instance-id", "fixtures__interval-1",
+                     "--patch", patch("gold"))  # fmt: skip
+    assert result.returncode == 2
+    assert "did you mean 'fixtures__intervals-1'" in result.stderr
+
+
+def test_dataset_with_instance_id_grades(tmp_path):
+    result = run_cli("grade", "--repo", str(FIXTURES / "repos" / "intervals"), "--instance",
+                     str(FIXTURES / "datasets" / "fixtures.json"), "--instance-id", "fixtures__intervals-1",
+                     "--patch", patch("gold"), "--json")  # fmt: skip
+    assert result.returncode == 0
+    assert envelope_of(result)["instance_id"] == "fixtures__intervals-1"
+
+
+def test_infrastructure_failure_exits_3(tmp_path):
+    venv = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    result = run_cli("grade", *INTERVALS, "--patch", patch("gold"), "--python", str(venv / "bin" / "python"))
+    assert result.returncode == 3
+    assert "verdict: NO VERDICT - infrastructure failure (setup): " in result.stdout
+
+
+def test_demo_grades_every_bundled_candidate_as_expected(tmp_path):
+    result = run_cli("demo", "--json", cwd=tmp_path)  # found through the source tree, not the cwd
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = json.loads(result.stdout)["results"]
+    assert len(rows) == 15
+    assert all(row["as_expected"] for row in rows), [r for r in rows if not r["as_expected"]]
+    verdicts = {(r["instance"], r["candidate"]): r["resolved"] for r in rows}
+    assert verdicts[("fixtures__textstats-1", "gold")] == "resolved"
+    assert verdicts[("fixtures__textstats-1", "tamper")] == "not_resolved"
+
+
+def test_demo_prints_a_table_and_progress():
+    result = run_cli("demo", "--fixtures", str(FIXTURES), env={"COLUMNS": "160", "PATH": "/usr/bin:/bin"})
+    assert result.returncode == 0, result.stderr
+    assert "objective-score demo" in result.stdout
+    assert "fixtures__csvlite-1" in result.stdout and "patch_apply" in result.stdout
+    assert "[15/15]" in result.stderr
+
+
+def test_demo_without_fixtures_is_bad_input(tmp_path):
+    result = run_cli("demo", "--fixtures", str(tmp_path))
+    assert result.returncode == 2
+    assert "no fixtures found" in result.stderr
