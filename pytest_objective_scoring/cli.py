@@ -205,15 +205,18 @@ def _demo_table(rows: list[dict[str, Any]]) -> None:
     from rich.table import Table
 
     table = Table(title="objective-score demo: Scores of the bundled candidates")
-    for column in ("instance", "candidate", "FAIL_TO_PASS", "PASS_TO_PASS", "resolved", "failure class", "expected?"):
-        table.add_column(column)
+    for column in ("instance", "candidate", "F2P passed", "P2P preserved", "resolved", "failure class", "expected?"):
+        table.add_column(column, overflow="fold")
     for row in rows:
         style = "green" if row["resolved"] == "resolved" else "red"
         table.add_row(
             row["instance"], row["candidate"], row["fail_to_pass"], row["pass_to_pass"],
             f"[{style}]{row['resolved']}[/{style}]", row["failure_class"], "yes" if row["as_expected"] else "[bold red]NO[/]",
         )  # fmt: skip
-    Console().print(table)
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=120)  # piped or logged: do not squeeze the table to 80 columns
+    console.print(table)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -196,18 +196,18 @@ def load_instance(path: str | Path, instance_id: str | None = None) -> Instance:
         if not rows:
             raise InstanceError(str(path), None, "holds no instances (an empty JSON array)")
         if len(rows) != 1:
-            ids = [row.get("instance_id") for _, row in rows[:5] if isinstance(row, Mapping)]
+            some = [row.get("instance_id") for _, row in rows[:5] if isinstance(row, Mapping)]
             raise InstanceError(
                 str(path),
                 "instance_id",
                 f"the file holds {len(rows)} instances; choose one with --objective-instance-id "
-                f"(for example {', '.join(map(repr, ids))})",
+                f"(objective-score: --instance-id), for example {', '.join(map(repr, some))}",
             )
         where, row = rows[0]
         return parse_instance(row, where)
     # Find the row first so that a malformed *other* row does not block this one.
     path, text = _read(path)
-    found = []
+    found: list[tuple[str, Any]] = []
     ids: list[str] = []
     for where, row in _json_rows(path, text):
         row_id = row.get("instance_id") if isinstance(row, Mapping) else None

@@ -140,7 +140,8 @@ class Selector:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
-        kept, dropped = [], []
+        kept: list[pytest.Item] = []
+        dropped: list[pytest.Item] = []
         for item in items:
             wanted = item.nodeid in self.listed or (self.prefixes and item.nodeid.startswith(self.prefixes))
             (kept if wanted else dropped).append(item)

@@ -90,7 +90,7 @@ def _strip(path: str | None) -> str | None:
 
 def patch_files(patch_text: str) -> list[str]:
     """Every repository-relative path a diff touches (sources and targets)."""
-    from unidiff import PatchSet
+    from unidiff.patch import PatchSet
     from unidiff.errors import UnidiffParseError
 
     try:
@@ -123,7 +123,7 @@ def _file_chunks(patch_text: str) -> list[str]:
     if not starts:
         return []
     bounds = [*starts[1:], len(lines)]
-    chunks = ["".join(lines[a:b]) for a, b in zip(starts, bounds)]
+    chunks = ["".join(lines[a:b]) for a, b in zip(starts, bounds, strict=True)]
     chunks[0] = "".join(lines[: starts[0]]) + chunks[0]  # keep any preamble with the first file
     return chunks
 
@@ -132,7 +132,7 @@ _GIT_HEADER = re.compile(r"^diff --git a/(.+?) b/(.+?)$", re.MULTILINE)
 
 
 def _chunk_paths(chunk: str) -> list[str]:
-    from unidiff import PatchSet
+    from unidiff.patch import PatchSet
     from unidiff.errors import UnidiffParseError
 
     paths: dict[str, None] = {}

@@ -21,6 +21,7 @@ import json
 import os
 import platform
 import sys
+from typing import Any, Dict, Generator, List, Optional  # type comments: this file must parse on Python 3.7
 
 import pytest
 
@@ -32,6 +33,7 @@ MESSAGE_LIMIT = 400
 
 
 def _message(report):
+    # type: (Any) -> str
     longrepr = getattr(report, "longrepr", None)
     if longrepr is None:
         return ""
@@ -45,6 +47,7 @@ def _message(report):
 
 
 def fact_from_report(report):
+    # type: (Any) -> Dict[str, Any]
     """The JSON-native fact for one TestReport (works on xdist-deserialised reports)."""
     when = getattr(report, "when", None) or "???"
     outcome = report.outcome
@@ -65,6 +68,7 @@ def fact_from_report(report):
 
 
 def flag_report(report, call):
+    # type: (Any, Any) -> None
     """Mark a report that says passed although its phase raised.
 
     pytest never produces such a report by itself; it is the mark of a hook
@@ -80,12 +84,14 @@ class ReportFlagger:
 
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_makereport(self, item, call):
+        # type: (Any, Any) -> Generator[None, Any, None]
         outcome = yield
         report = outcome.get_result()
         flag_report(report, call)
 
 
 def _prepend_import_roots():
+    # type: () -> None
     roots = [r for r in os.environ.get(ENV_IMPORT_ROOTS, "").split(os.pathsep) if r]
     for root in reversed(roots):
         while root in sys.path:
@@ -94,8 +100,9 @@ def _prepend_import_roots():
 
 
 def module_origins(names):
+    # type: (List[str]) -> Dict[str, Optional[str]]
     """Where each already-imported top-level package of ``names`` came from."""
-    origins = {}
+    origins = {}  # type: Dict[str, Optional[str]]
     for name in names:
         module = sys.modules.get(name)
         if module is None:
@@ -112,31 +119,37 @@ class FileRecorder:
     """Controller-side writer of facts to a JSONL file (subprocess runs)."""
 
     def __init__(self, config, path):
+        # type: (Any, str) -> None
         self.config = config
         self.handle = open(path, "a", encoding="utf-8")
 
     def _write(self, record):
+        # type: (Dict[str, Any]) -> None
         self.handle.write(json.dumps(record, ensure_ascii=False) + "\n")
         self.handle.flush()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report):
+        # type: (Any) -> None
         fact = fact_from_report(report)
         fact["type"] = "test"
         self._write(fact)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collectreport(self, report):
+        # type: (Any) -> None
         if report.failed:
             self._write(
                 {"type": "collect_error", "nodeid": report.nodeid, "message": _message(report) or "collection error"}
             )
 
     def pytest_collection_finish(self, session):
+        # type: (Any) -> None
         self._write({"type": "collected", "count": len(session.items)})
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus):
+        # type: (Any, Any) -> None
         names = [n for n in os.environ.get(ENV_PACKAGES, "").split(os.pathsep) if n]
         self._write(
             {
@@ -159,6 +172,7 @@ _prepend_import_roots()
 
 
 def pytest_configure(config):
+    # type: (Any) -> None
     path = os.environ.get(ENV_RECORD)
     if not path:
         return
