@@ -59,6 +59,19 @@ class BenchError(RuntimeError):
     """A run that did not do what it should: the timings would mean nothing."""
 
 
+def code_version() -> str:
+    """The project's commit, and whether the working tree differs from it (read-only git)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
+        dirty = subprocess.run(["git", "diff-index", "--quiet", "HEAD", "--"], cwd=root, capture_output=True)
+    except OSError:
+        return "unknown"
+    if head.returncode != 0:
+        return "unknown"
+    return head.stdout.strip() + (" + uncommitted changes" if dirty.returncode == 1 else "")
+
+
 # ---------------------------------------------------------------- the suite
 
 
@@ -206,6 +219,8 @@ def measure(n: int, rounds: int, python: str, blocked: list[str], args: argparse
                 "median": round(median, 4),
                 "min": round(min(walls[variant]), 4),
                 "ratio": round(median / bare, 4),
+                # the same ratio taken within each round, then the median: cancels slow drifts of the machine
+                "paired_ratio": round(statistics.median(w / b for w, b in zip(walls[variant], walls["bare"])), 4),
                 "overhead": round(median - bare, 4),
                 "overhead_us_per_test": round((median - bare) / n * 1e6, 1),
                 "cpu_median": round(cpu, 4),
@@ -279,14 +294,18 @@ def run_profile(n: int, root: Path, commands: dict[str, list[str]]) -> dict[str,
 
 
 def print_table(results: list[dict[str, Any]], verdict_rows: list[dict[str, Any]]) -> None:
-    header = f"{'N':>6}  {'variant':<11} {'median s':>9} {'min s':>8} {'ratio':>7} {'overhead':>9} {'us/test':>8} {'cpu s':>8} {'cpu ratio':>9}"
+    header = (
+        f"{'N':>6}  {'variant':<11} {'median s':>9} {'min s':>8} {'ratio':>7} {'overhead':>9} {'us/test':>8} "
+        f"{'paired':>7} {'cpu s':>8} {'cpu ratio':>9}"
+    )
     print(header)
     print("-" * len(header))
     for result in results:
         for row in result["rows"]:
             print(
                 f"{row['n']:>6}  {row['variant']:<11} {row['median']:>9.3f} {row['min']:>8.3f} {row['ratio']:>7.3f} "
-                f"{row['overhead']:>+9.3f} {row['overhead_us_per_test']:>+8.1f} {row['cpu_median']:>8.3f} {row['cpu_ratio']:>9.3f}"
+                f"{row['overhead']:>+9.3f} {row['overhead_us_per_test']:>+8.1f} {row['paired_ratio']:>7.3f} "
+                f"{row['cpu_median']:>8.3f} {row['cpu_ratio']:>9.3f}"
             )
     print()
     for v in verdict_rows:
@@ -332,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
                 "benchmark": "plugin_overhead",
                 "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
                 "machine": {"nproc": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+                "code": code_version(),
                 "rounds": args.rounds,
                 "blocked_plugins": blocked,
                 "results": results,
@@ -343,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         print()
     else:
         print(f"plugin overhead: {args.rounds} rounds, nproc={os.cpu_count()}, python {platform.python_version()}, "
-              f"blocked: {', '.join(blocked) or 'none'}")  # fmt: skip
+              f"code {code_version()}, blocked: {', '.join(blocked) or 'none'}")  # fmt: skip
         print_table(results, verdict_rows)
     failed = [v for v in verdict_rows if not v["ok"]]
     return 1 if args.check and failed else 0

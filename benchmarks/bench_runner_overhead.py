@@ -35,15 +35,29 @@ from pathlib import Path
 from typing import Any
 
 from pytest_objective_scoring.instances import Instance, load_instance
-from pytest_objective_scoring.runner import GradeRequest, grade_candidate, network_isolation, prepare_copy
+from pytest_objective_scoring import runner
+from pytest_objective_scoring.runner import GradeRequest, grade_candidate
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 MAX_OVERHEAD = 0.5  # seconds per grading (see benchmarks/README.md)
-STEPS = ("copy", "apply", "test_patch", "tests")
+COPY_SKIP = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache")
 
 
 class BenchError(RuntimeError):
     """A run that did not do what it should: the timings would mean nothing."""
+
+
+def code_version() -> str:
+    """The project's commit, and whether the working tree differs from it (read-only git)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
+        dirty = subprocess.run(["git", "diff-index", "--quiet", "HEAD", "--"], cwd=root, capture_output=True)
+    except OSError:
+        return "unknown"
+    if head.returncode != 0:
+        return "unknown"
+    return head.stdout.strip() + (" + uncommitted changes" if dirty.returncode == 1 else "")
 
 
 def projects(only: list[str] | None) -> list[str]:
@@ -71,7 +85,9 @@ def time_grading(name: str, instance: Instance, gold: bytes, python: str) -> dic
             f"{name}: grading gold.diff is not resolved (exit {result.exit_code}, failure class "
             f"{result.failure_class}, {runner.get('failure_detail') or envelope.get('no_verdict_reason')})"
         )
-    steps = {s["name"]: s["seconds"] for s in runner.get("steps", [])}
+    steps: dict[str, float] = {}
+    for item in runner.get("steps", []):  # a step may be recorded more than once: add them up
+        steps[item["name"]] = steps.get(item["name"], 0.0) + item["seconds"]
     return {"wall": wall, "steps": steps, "tests_wall": runner.get("run", {}).get("wall_time"),
             "test_files": runner.get("test_files", [])}  # fmt: skip
 
@@ -80,9 +96,10 @@ def time_grading(name: str, instance: Instance, gold: bytes, python: str) -> dic
 
 
 def prepare_baseline(name: str, instance: Instance, gold: Path, into: Path) -> tuple[Path, list[str]]:
-    """A copy of the project with gold.diff and the test patch applied, once."""
+    """A copy of the project with gold.diff and the test patch applied, once (stdlib + git only)."""
     copy = into / "repo"
-    prepare_copy(FIXTURES / "repos" / name, copy, instance.base_commit)
+    shutil.copytree(FIXTURES / "repos" / name, copy, symlinks=True, ignore=COPY_SKIP)
+    subprocess.run(["git", "init", "--quiet"], cwd=copy, check=True)  # so that git apply stays inside the copy
     test_patch = into / "test.diff"
     test_patch.write_text(instance.test_patch or "", encoding="utf-8")
     for patch in (gold, test_patch):
@@ -135,7 +152,8 @@ def measure(name: str, rounds: int, python: str, verbose: bool) -> dict[str, Any
         shutil.rmtree(scratch, ignore_errors=True)
     walls = [g["wall"] for g in gradings]
     grade_median, base_median = statistics.median(walls), statistics.median(baselines)
-    steps = {s: statistics.median(g["steps"].get(s, 0.0) for g in gradings) for s in STEPS}
+    names = list(dict.fromkeys(name for g in gradings for name in g["steps"]))  # in the runner's order
+    steps = {s: statistics.median(g["steps"].get(s, 0.0) for g in gradings) for s in names}
     other = statistics.median(g["wall"] - sum(g["steps"].values()) for g in gradings)
     return {
         "project": name,
@@ -148,7 +166,7 @@ def measure(name: str, rounds: int, python: str, verbose: bool) -> dict[str, Any
         "overhead_min": round(min(walls) - min(baselines), 4),
         "steps_median": {k: round(v, 4) for k, v in steps.items()},
         "other_median": round(other, 4),
-        "tests_step_minus_baseline": round(steps["tests"] - base_median, 4),
+        "tests_step_minus_baseline": round(steps.get("tests", 0.0) - base_median, 4),
         "grade_walls": [round(w, 4) for w in walls],
         "baseline_walls": [round(w, 4) for w in baselines],
     }
@@ -167,19 +185,18 @@ def verdicts(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def print_table(results: list[dict[str, Any]], verdict_rows: list[dict[str, Any]]) -> None:
-    header = (
-        f"{'project':<10} {'grade s':>8} {'(min)':>7} {'pytest s':>9} {'(min)':>7} {'overhead':>9} | "
-        f"{'copy':>6} {'apply':>6} {'t.patch':>7} {'tests':>6} {'other':>6} | {'tests-pytest':>12}"
-    )
-    print(header)
-    print("-" * len(header))
+    print(f"{'project':<10} {'grade s':>8} {'(min)':>7} {'pytest s':>9} {'(min)':>7} {'overhead':>9} {'tests-pytest':>12}")
+    print("-" * 68)
     for r in results:
-        s = r["steps_median"]
         print(
             f"{r['project']:<10} {r['grade_median']:>8.3f} {r['grade_min']:>7.3f} {r['baseline_median']:>9.3f} "
-            f"{r['baseline_min']:>7.3f} {r['overhead']:>+9.3f} | {s['copy']:>6.3f} {s['apply']:>6.3f} "
-            f"{s['test_patch']:>7.3f} {s['tests']:>6.3f} {r['other_median']:>6.3f} | {r['tests_step_minus_baseline']:>+12.3f}"
+            f"{r['baseline_min']:>7.3f} {r['overhead']:>+9.3f} {r['tests_step_minus_baseline']:>+12.3f}"
         )
+    print()
+    print("runner steps (envelope runner.steps, medians in seconds; other = total - steps):")
+    for r in results:
+        steps = "  ".join(f"{name} {seconds:.3f}" for name, seconds in r["steps_median"].items())
+        print(f"  {r['project']:<10} {steps}  other {r['other_median']:.3f}")
     print()
     for v in verdict_rows:
         print(f"{v['project']:<10} {v['check']:<28} {v['value']:<10} {'PASS' if v['ok'] else 'FAIL'}")
@@ -197,20 +214,23 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error("--rounds must be >= 1")
-    network_isolation()  # probed once per process by the runner: keep the probe out of the timings
+    probe = getattr(runner, "network_isolation", None)
+    if probe is not None:
+        probe()  # probed once per process by the runner: keep the probe out of the timings
     try:
         results = [measure(name, args.rounds, args.python, args.verbose) for name in projects(args.projects)]
     except BenchError as exc:
         print(f"BENCHMARK ERROR: {exc}", file=sys.stderr)
         return 2
     verdict_rows = verdicts(results)
-    network = "unshared" if network_isolation() else "not isolated"
+    network = "unknown" if probe is None else ("unshared" if probe() else "not isolated")
     if args.json:
         json.dump(
             {
                 "benchmark": "runner_overhead",
                 "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
                 "machine": {"nproc": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+                "code": code_version(),
                 "rounds": args.rounds,
                 "network": network,
                 "results": results,
@@ -222,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         print()
     else:
         print(f"runner overhead: {args.rounds} rounds, nproc={os.cpu_count()}, python {platform.python_version()}, "
-              f"runner network: {network}; times are medians in seconds")  # fmt: skip
+              f"code {code_version()}, runner network: {network}; times are medians in seconds")  # fmt: skip
         print_table(results, verdict_rows)
     failed = [v for v in verdict_rows if not v["ok"]]
     return 1 if args.check and failed else 0

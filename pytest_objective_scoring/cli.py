@@ -86,8 +86,9 @@ def cmd_grade(args: argparse.Namespace) -> int:
     test_patch = None
     if args.test_patch:
         try:
-            test_patch = Path(args.test_patch).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            # bytes, not text mode: a CRLF patch must keep its line endings to apply
+            test_patch = Path(args.test_patch).read_bytes().decode("utf-8", "surrogateescape")
+        except OSError as exc:
             raise CommandError(f"--test-patch {args.test_patch}: {exc}") from None
     request = GradeRequest(
         repo=Path(args.repo).resolve(),
@@ -263,6 +264,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"objective-score {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Exception:  # the grader's own failure is an infrastructure failure, never "not resolved"
+        import traceback
+
+        traceback.print_exc()
+        print(f"objective-score {args.command}: internal error (infrastructure failure, exit 3)", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -112,14 +112,37 @@ def build_envelope(
         "summary": _summary(grading),
         "session": dict(session),
         "integrity": {"flags": [dict(f) for f in integrity]},
-        "swebench": {
-            "resolution": swebench_resolution(grading) if grading is not None and patch_applied else "RESOLVED_NO",
-            "report": swebench_report(grading, instance_id, patch_applied=patch_applied),
-        },
+        "swebench": _swebench_section(grading, instance_id, score is None or no_verdict is not None, no_verdict,
+                                      patch_applied),  # fmt: skip
     }
     if extra:
         envelope.update(extra)
     return envelope
+
+
+def _swebench_section(
+    grading: Grading | None, instance_id: str, no_verdict: bool, reason: str | None, patch_applied: bool
+) -> dict[str, Any]:
+    """SWE-bench's view of the run. No verdict is reported as SWE-bench 5.x reports an
+    infrastructure failure (``infra_failure``), never as the candidate's failure."""
+    if no_verdict:
+        return {
+            "resolution": None,
+            "report": {
+                instance_id: {
+                    "patch_is_None": False,
+                    "patch_exists": True,
+                    "patch_successfully_applied": patch_applied,
+                    "resolved": False,
+                    "infra_failure": True,
+                    "infra_failure_reason": reason,
+                }
+            },
+        }
+    return {
+        "resolution": swebench_resolution(grading) if grading is not None and patch_applied else "RESOLVED_NO",
+        "report": swebench_report(grading, instance_id, patch_applied=patch_applied),
+    }
 
 
 def _summary(grading: Grading | None) -> dict[str, Any]:

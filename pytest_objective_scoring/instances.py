@@ -121,7 +121,8 @@ def parse_instance(data: Any, source: str = "<memory>") -> Instance:
             "is empty: an instance needs at least one test that must pass "
             "(SWE-bench would resolve an empty list vacuously; this grader refuses)",
         )
-    both = [t for t in fail_to_pass if t in set(pass_to_pass)]
+    p2p = set(pass_to_pass)
+    both = [t for t in fail_to_pass if t in p2p]
     if both:
         raise InstanceError(where, P2P, f"test id {both[0]!r} is listed in both FAIL_TO_PASS and PASS_TO_PASS")
     return Instance(instance_id, fail_to_pass, pass_to_pass, dict(data), source)

@@ -4,7 +4,9 @@ Pure functions over the JSON-native facts made by :mod:`.recorder`; this module
 never imports pytest. The folding rules (``docs/outcomes.md`` has the table):
 
 * a phase ``"???"`` (a crashed xdist worker's synthetic report) -> ``crashed``
-* a phase that says passed while it raised -> ``tampered``
+* a phase that says passed while it raised, or whose ``runtest`` was swapped by
+  code from the graded copy -> ``tampered``
+* several call reports (subtests): any failed one makes the call failed
 * setup failed -> ``error``; setup skipped -> ``skipped`` (``xfailed`` under xfail)
 * call failed -> ``failed`` (``xpassed_strict`` for a strict xpass)
 * call skipped -> ``skipped`` (``xfailed`` under xfail); call passed -> ``passed``
@@ -65,10 +67,15 @@ def _phase_outcome(fact: Fact) -> str:
 def fold(facts: Iterable[Fact]) -> str:
     """One outcome from the phase facts of a single test, in arrival order."""
     by_phase: dict[str, Fact] = {}
+    call_failed: Fact | None = None
     for fact in facts:
-        if fact.get("raised_but_passed"):
+        if fact.get("raised_but_passed") or fact.get("runtest_replaced"):
             return TAMPERED
+        if fact["when"] == "call" and fact["outcome"] == "failed" and call_failed is None:
+            call_failed = fact  # a failed subtest: the test failed, whatever its last call report says
         by_phase[fact["when"]] = fact
+    if call_failed is not None:
+        by_phase["call"] = call_failed
     if "???" in by_phase:
         return CRASHED
     if "teardown" not in by_phase:

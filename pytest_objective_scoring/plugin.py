@@ -135,15 +135,26 @@ class Selector:
     """``--objective-select``: keep only the listed tests."""
 
     def __init__(self, instance: Instance, compat: str) -> None:
+        from .scorer import _escaped
+
+        self.escape = _escaped
+        self.strict = compat == "strict"
         self.listed = set(instance.listed)
-        self.prefixes = tuple(t for t in self.listed if compat == "swebench" and t.count("[") > t.count("]"))
+        if compat == "strict":  # the grader matches either spelling of an escaped id: so must selection
+            self.listed |= {_escaped(t) for t in instance.listed}
+        self.prefixes = tuple(t for t in instance.listed if compat == "swebench" and t.count("[") > t.count("]"))
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         kept: list[pytest.Item] = []
         dropped: list[pytest.Item] = []
         for item in items:
-            wanted = item.nodeid in self.listed or (self.prefixes and item.nodeid.startswith(self.prefixes))
+            nodeid = item.nodeid
+            wanted = (
+                nodeid in self.listed
+                or (self.strict and self.escape(nodeid) in self.listed)
+                or bool(self.prefixes and nodeid.startswith(self.prefixes))
+            )
             (kept if wanted else dropped).append(item)
         if dropped:
             config.hook.pytest_deselected(items=dropped)
@@ -193,7 +204,7 @@ class ScoringSession:
         if self.envelope is not None:
             return self.envelope
         from . import envelope as env
-        from .scorer import grade, make_score, no_verdict_reason
+        from .scorer import exit_status_note, grade, make_score, no_verdict_reason
 
         session = self.session
         exitstatus = int(session.exitstatus) if session is not None else None
@@ -207,6 +218,8 @@ class ScoringSession:
             grading=grading,
             records=records,
         )
+        if reason is None and self.config.option.collectonly:
+            reason = "--collect-only ran no test"
         score = None
         if reason is None:
             by = env.graded_by(
@@ -231,6 +244,7 @@ class ScoringSession:
             no_verdict=reason,
             session={
                 "exitstatus": exitstatus,
+                "note": exit_status_note(exitstatus, records),
                 "collection_errors": [{"nodeid": n, "message": m} for n, m in self.collect_errors],
                 "rootdir": str(self.config.rootpath),
                 "instance_file": str(self.settings.instance),

@@ -82,8 +82,36 @@ def protected_reason(path: str, test_patch_files: Iterable[str] = ()) -> str | N
     return None
 
 
+_ESCAPES: Final = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def unquote(path: str) -> str:
+    """Undo git's C-style quoting of a path (``"a/caf\\303\\251 \\"x\\".py"``)."""
+    if len(path) < 2 or path[0] != '"' or path[-1] != '"':
+        return path
+    body, out, i = path[1:-1], bytearray(), 0
+    while i < len(body):
+        char = body[i]
+        if char == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            if nxt in "01234567" and body[i + 1 : i + 4].isdigit():
+                out.append(int(body[i + 1 : i + 4], 8) & 0xFF)
+                i += 4
+                continue
+            if nxt in _ESCAPES:
+                out.append(_ESCAPES[nxt])
+                i += 2
+                continue
+        out.extend(char.encode("utf-8", "surrogateescape"))
+        i += 1
+    return out.decode("utf-8", "surrogateescape")
+
+
 def _strip(path: str | None) -> str | None:
-    if path is None or path == "/dev/null":
+    if path is None:
+        return None
+    path = unquote(path.rstrip("\t"))
+    if path == "/dev/null":
         return None
     return path[2:] if path[:2] in ("a/", "b/") else path
 
@@ -110,7 +138,7 @@ def _file_chunks(patch_text: str) -> list[str]:
 
     Git-style patches are cut at their ``diff --git`` lines, so extended headers
     and ``GIT binary patch`` data stay byte for byte; other unified diffs are cut
-    where a ``--- `` header follows a line that is not part of a hunk.
+    at each ``--- `` / ``+++ `` header pair.
     """
     lines = patch_text.splitlines(keepends=True)
     starts = [i for i, line in enumerate(lines) if line.startswith("diff --git ")]
@@ -123,12 +151,17 @@ def _file_chunks(patch_text: str) -> list[str]:
     if not starts:
         return []
     bounds = [*starts[1:], len(lines)]
-    chunks = ["".join(lines[a:b]) for a, b in zip(starts, bounds, strict=True)]
-    chunks[0] = "".join(lines[: starts[0]]) + chunks[0]  # keep any preamble with the first file
-    return chunks
+    # Text before the first file diff (a mail header, a commit message) is dropped: it changes
+    # nothing for git apply, and GNU patch could read a diff of another format hidden there.
+    return ["".join(lines[a:b]) for a, b in zip(starts, bounds, strict=True)]
 
 
-_GIT_HEADER = re.compile(r"^diff --git a/(.+?) b/(.+?)$", re.MULTILINE)
+_QUOTED = r'"(?:[^"\\]|\\.)*"'
+_GIT_HEADER = re.compile(
+    rf"^diff --git (?:(?P<qa>{_QUOTED})|a/(?P<a>.+?)) (?:(?P<qb>{_QUOTED})|b/(?P<b>.+?))$", re.MULTILINE
+)
+# Lines that start a file diff of another format inside what should be one unified file diff.
+_FOREIGN = re.compile(r"^(\*\*\* |Index: |diff |Only in |Binary files )", re.MULTILINE)
 
 
 def _chunk_paths(chunk: str) -> list[str]:
@@ -145,12 +178,19 @@ def _chunk_paths(chunk: str) -> list[str]:
         raise PatchParseError(str(exc)) from None
     header = _GIT_HEADER.search(chunk)
     if header:
-        for candidate in header.groups():
-            paths.setdefault(candidate, None)
+        for quoted, plain in (("qa", "a"), ("qb", "b")):
+            candidate = _strip(header.group(quoted)) if header.group(quoted) else header.group(plain)
+            if candidate:
+                paths.setdefault(candidate, None)
+    body = chunk.split("\n", 1)[1] if chunk.startswith("diff --git ") else chunk
+    foreign = _FOREIGN.search(body)
+    if foreign:
+        line = body[foreign.start() :].split("\n", 1)[0]
+        raise PatchParseError(f"a file diff of another format is mixed into a unified diff: {line[:200]!r}")
     for prefix in ("rename from ", "rename to ", "copy from ", "copy to "):
         for line in chunk.splitlines():
             if line.startswith(prefix):
-                paths.setdefault(line[len(prefix):], None)
+                paths.setdefault(unquote(line[len(prefix) :]), None)
     return list(paths)
 
 

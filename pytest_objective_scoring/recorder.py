@@ -29,6 +29,21 @@ FLAGS_KEY = "objective_scoring"
 ENV_RECORD = "OBJECTIVE_SCORING_RECORD"
 ENV_IMPORT_ROOTS = "OBJECTIVE_SCORING_IMPORT_ROOTS"
 ENV_PACKAGES = "OBJECTIVE_SCORING_PACKAGES"
+ENV_COPY = "OBJECTIVE_SCORING_COPY"
+ENV_ORIGINAL = "OBJECTIVE_SCORING_ORIGINAL"
+# pytest internals that decide an outcome: code replacing them from the graded copy is tampering.
+INTERNALS = (
+    ("_pytest.runner", "CallInfo", "from_call"),
+    ("_pytest.runner", None, "call_and_report"),
+    ("_pytest.runner", None, "runtestprotocol"),
+    ("_pytest.runner", None, "pytest_runtest_makereport"),
+    ("_pytest.reports", "TestReport", "from_item_and_call"),
+    ("_pytest.python", "Function", "runtest"),
+    ("_pytest.python", None, "pytest_pyfunc_call"),
+    ("_pytest.unittest", "TestCaseFunction", "runtest"),
+    ("_pytest.skipping", None, "pytest_runtest_makereport"),
+    ("_pytest.main", "Session", "pytest_runtest_logreport"),
+)
 MESSAGE_LIMIT = 400
 
 
@@ -62,21 +77,52 @@ def fact_from_report(report):
             outcome == "failed" and isinstance(longrepr, str) and longrepr.startswith("[XPASS(strict)]")
         ),
         "raised_but_passed": bool(flags.get("raised_but_passed")),
+        "runtest_replaced": bool(flags.get("runtest_replaced")),
         "duration": float(getattr(report, "duration", 0.0) or 0.0),
         "message": _message(report) if outcome != "passed" else "",
     }
 
 
-def flag_report(report, call):
-    # type: (Any, Any) -> None
-    """Mark a report that says passed although its phase raised.
+def _inside(path, root):
+    # type: (Optional[str], Optional[str]) -> bool
+    if not path or not root:
+        return False
+    path = os.path.realpath(path)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
-    pytest never produces such a report by itself; it is the mark of a hook
-    (a hostile ``conftest.py``, a patched plugin) rewriting outcomes.
+
+def _code_file(obj):
+    # type: (Any) -> Optional[str]
+    func = getattr(obj, "__func__", obj)
+    code = getattr(func, "__code__", None)
+    return code.co_filename if code is not None else None
+
+
+def _copy_root():
+    # type: () -> Optional[str]
+    root = os.environ.get(ENV_COPY)
+    return os.path.realpath(root) if root else None
+
+
+def flag_report(report, call, item=None):
+    # type: (Any, Any, Any) -> None
+    """Mark a report that says passed although its phase raised, or whose test body was swapped.
+
+    pytest never produces such reports by itself; they are the mark of a hook
+    (a hostile ``conftest.py``, a patched plugin) rewriting outcomes, or of code
+    from the graded copy replacing the item's ``runtest``.
     """
+    flags = {}
     excinfo = getattr(call, "excinfo", None)
     if excinfo is not None and report.outcome == "passed" and not hasattr(report, "wasxfail"):
-        report.__dict__[FLAGS_KEY] = {"raised_but_passed": True}
+        flags["raised_but_passed"] = True
+    root = _copy_root()
+    if item is not None and root and getattr(call, "when", None) == "call":
+        swapped = item.__dict__.get("runtest"), getattr(type(item), "runtest", None)
+        if any(_inside(_code_file(obj), root) for obj in swapped if obj is not None):
+            flags["runtest_replaced"] = True
+    if flags:
+        report.__dict__[FLAGS_KEY] = flags
 
 
 class ReportFlagger:
@@ -87,7 +133,62 @@ class ReportFlagger:
         # type: (Any, Any) -> Generator[None, Any, None]
         outcome = yield
         report = outcome.get_result()
-        flag_report(report, call)
+        flag_report(report, call, item)
+
+
+def foreign_modules(original, limit=20):
+    # type: (Optional[str], int) -> Dict[str, str]
+    """Modules imported from the original checkout instead of the graded copy."""
+    if not original:
+        return {}
+    root = os.path.realpath(original)
+    copy = _copy_root()
+    # an environment living inside the checkout (repo/.venv) is not a copy of the project
+    environments = {os.path.realpath(p) for p in (sys.prefix, sys.exec_prefix, getattr(sys, "base_prefix", sys.prefix))}
+    found = {}  # type: Dict[str, str]
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if not _inside(path, root) or _inside(path, copy) or any(_inside(path, env) for env in environments):
+            continue
+        parts = os.path.realpath(path).split(os.sep)
+        if "site-packages" not in parts and "dist-packages" not in parts:
+            found[name] = os.path.realpath(path)
+            if len(found) >= limit:
+                break
+    return found
+
+
+def hook_files(pluginmanager, root):
+    # type: (Any, Optional[str]) -> List[str]
+    """Files inside the graded copy that implement pytest hooks (conftests, plugin modules)."""
+    files = set()
+    if not root:
+        return []
+    for plugin in pluginmanager.get_plugins():
+        for name in dir(plugin):
+            if not name.startswith("pytest_"):
+                continue
+            try:
+                path = _code_file(getattr(plugin, name))
+            except Exception:
+                continue
+            if _inside(path, root):
+                files.add(os.path.relpath(os.path.realpath(path), root).replace(os.sep, "/"))
+    return sorted(files)
+
+
+def patched_internals(root):
+    # type: (Optional[str]) -> List[str]
+    """pytest internals whose code now comes from a file inside the graded copy."""
+    patched = []
+    for module_name, owner, attr in INTERNALS:
+        module = sys.modules.get(module_name)
+        target = getattr(module, owner, None) if owner else module
+        obj = getattr(target, attr, None) if target is not None else None
+        path = _code_file(obj) if obj is not None else None
+        if _inside(path, root):
+            patched.append("%s.%s: %s" % (module_name, ".".join(p for p in (owner, attr) if p), path))
+    return patched
 
 
 def _prepend_import_roots():
@@ -163,6 +264,9 @@ class FileRecorder:
                 "python_implementation": platform.python_implementation(),
                 "platform": sys.platform + "-" + platform.machine(),
                 "module_origins": module_origins(names),
+                "foreign_modules": foreign_modules(os.environ.get(ENV_ORIGINAL)),
+                "hook_files": hook_files(self.config.pluginmanager, _copy_root()),
+                "patched_internals": patched_internals(_copy_root()),
             }
         )
         self.handle.close()

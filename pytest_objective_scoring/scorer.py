@@ -301,6 +301,14 @@ def make_score(grading: Grading, patch_ref: str, graded_by: str, graded_at: int)
     )
 
 
+def exit_status_note(exitstatus: int | None, records: Mapping[str, oc.TestRecord]) -> str | None:
+    """A note for the envelope when pytest failed the run although no test failed."""
+    failed = any(any(f["outcome"] == "failed" for f in r.facts) for r in records.values())
+    if exitstatus == 1 and not failed:
+        return "pytest exited 1 although no test failed (something outside the tests, e.g. a coverage threshold)"
+    return None
+
+
 EXIT_REASONS: Final = {
     2: "the test session was interrupted",
     3: "pytest stopped with an internal error",
@@ -321,7 +329,9 @@ def no_verdict_reason(
 
     A run is no verdict when the session crashed, was interrupted, collected
     nothing, stopped early before listed tests ran, failed to collect a module
-    holding listed tests, or when its exit status contradicts its own reports.
+    holding listed tests, or exited 0 although pytest saw a failed report (a
+    report hidden from the grader). Exit status 1 without a failed test (a
+    coverage threshold, say) keeps the verdict: see :func:`exit_status_note`.
     """
     errors = "; ".join(f"{nodeid or '<session>'}: {message}" for nodeid, message in collect_errors[:3])
     if exitstatus is None:
@@ -339,13 +349,13 @@ def no_verdict_reason(
             return f"collecting {nodeid or 'the session'} failed ({message}), so {len(hit)} listed test(s) never ran"
     if stopped_early and listed_missing:
         return f"the session stopped early (-x / --maxfail) before {len(listed_missing)} listed test(s) ran"
-    outcomes = {n: r.outcome for n, r in records.items() if r.facts}
-    failing = [n for n, o in outcomes.items() if o in FAILING_OUTCOMES]
-    # A tampered report was rewritten to "passed", so pytest itself counted it as a pass:
-    # that explains an exit status of 0; the tampered test is graded as not passing.
-    if exitstatus == 0 and [n for n in failing if outcomes[n] != oc.TAMPERED]:
-        failing = [n for n in failing if outcomes[n] != oc.TAMPERED]
-        return f"pytest exited 0 but {len(failing)} test(s) failed or errored, e.g. {failing[0]}"
-    if exitstatus == 1 and not failing and not collect_errors:
-        return "pytest exited 1 but no test failed or errored: something outside the tests failed the run"
+    # pytest counts a test as failed when one of its reports says "failed"; a forged ("tampered")
+    # report was rewritten before pytest counted it, which explains an exit status of 0.
+    counted_failed = [
+        n
+        for n, r in records.items()
+        if r.facts and r.outcome != oc.TAMPERED and any(f["outcome"] == "failed" for f in r.facts)
+    ]
+    if exitstatus == 0 and counted_failed:
+        return f"pytest exited 0 but {len(counted_failed)} test(s) failed or errored, e.g. {counted_failed[0]}"
     return None

@@ -150,9 +150,20 @@ def test_swebench_report_without_an_applied_patch_has_no_tests_status() -> None:
 def test_swebench_resolution_rules(f2p: tuple[int, int], p2p: tuple[int, int], resolution: str) -> None:
     grading = gates_only(f2p, p2p)
     assert swebench_resolution(grading) == resolution
-    envelope = build_envelope(instance_id="i", score=None, grading=grading, no_verdict="x", session={})
+    score = make_score(grading, "sha256:x", "g", 1)
+    envelope = build_envelope(instance_id="i", score=score, grading=grading, no_verdict=None, session={})
     assert envelope["swebench"]["resolution"] == resolution
     assert envelope["swebench"]["report"]["i"]["resolved"] is (resolution == "RESOLVED_FULL")
+
+
+def test_no_verdict_is_reported_to_swebench_readers_as_an_infrastructure_failure() -> None:
+    grading = gates_only((2, 2), (3, 3))
+    envelope = build_envelope(instance_id="i", score=None, grading=grading, no_verdict="timed out", session={})
+    assert envelope["swebench"]["resolution"] is None
+    entry = envelope["swebench"]["report"]["i"]
+    assert entry["resolved"] is False and entry["infra_failure"] is True
+    assert entry["infra_failure_reason"] == "timed out"
+    assert "tests_status" not in entry
 
 
 @pytest.mark.parametrize(
@@ -246,7 +257,7 @@ def test_build_envelope_no_verdict() -> None:
 
 def test_build_envelope_without_grading() -> None:
     envelope = build_envelope(
-        instance_id="i", score=None, grading=None, no_verdict="patch did not apply", session={}, patch_applied=False
+        instance_id="i", score=None, grading=None, no_verdict="infrastructure failure (setup): x", session={}
     )
     assert list(envelope) == ENVELOPE_KEYS
     assert envelope["status"] == "no_verdict"
@@ -256,17 +267,23 @@ def test_build_envelope_without_grading() -> None:
     assert envelope["summary"] == {}
     assert envelope["integrity"] == {"flags": []}
     assert envelope["swebench"] == {
-        "resolution": "RESOLVED_NO",
+        "resolution": None,
         "report": {
-            "i": {"patch_is_None": False, "patch_exists": True, "patch_successfully_applied": False, "resolved": False}
+            "i": {"patch_is_None": False, "patch_exists": True, "patch_successfully_applied": True, "resolved": False,
+                  "infra_failure": True, "infra_failure_reason": "infrastructure failure (setup): x"}
         },
-    }
+    }  # fmt: skip
 
 
 def test_build_envelope_patch_not_applied_is_resolved_no_even_with_a_grading() -> None:
-    envelope = _verdict_envelope(patch_applied=False, score=None, no_verdict="patch did not apply")
+    grading = gates_only((2, 0), (3, 0))
+    score = make_score(grading, "sha256:x", "g", 1)
+    envelope = build_envelope(instance_id="i", score=score, grading=grading, no_verdict=None, session={},
+                              patch_applied=False)  # fmt: skip
+    assert envelope["status"] == "verdict"
     assert envelope["swebench"]["resolution"] == "RESOLVED_NO"
-    assert "tests_status" not in envelope["swebench"]["report"]["owner__repo-1"]
+    assert envelope["swebench"]["report"]["i"]["patch_successfully_applied"] is False
+    assert "tests_status" not in envelope["swebench"]["report"]["i"]
 
 
 def test_build_envelope_extra_keys_are_appended() -> None:

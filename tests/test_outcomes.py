@@ -78,8 +78,14 @@ def test_fold_teardown_error_under_xfail_as_pytest_reports_it() -> None:
     assert fold(xpassed) == "error"
 
 
-def test_fold_uses_the_last_fact_of_a_phase() -> None:
-    assert fold([S_PASS, fact("call", "failed"), fact("call", "passed"), T_PASS]) == "passed"
+def test_fold_any_failed_call_report_fails_the_test() -> None:
+    # subtests report each failing subtest as a call report; the test's own last report may say passed
+    assert fold([S_PASS, fact("call", "failed"), fact("call", "passed"), T_PASS]) == "failed"
+    assert fold([S_PASS, fact("call", "passed"), fact("call", "passed"), T_PASS]) == "passed"
+
+
+def test_fold_uses_the_last_fact_of_other_phases() -> None:
+    assert fold([S_PASS, fact("call", "passed"), fact("teardown", "failed"), T_PASS]) == "passed"
 
 
 def test_fold_accepts_any_iterable() -> None:

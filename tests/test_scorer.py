@@ -518,9 +518,14 @@ def test_exit_0_with_tampered_and_failing_tests_names_a_failing_one() -> None:
     assert reason(0, tests, LISTED) == "pytest exited 0 but 1 test(s) failed or errored, e.g. tests/test_b.py::p"
 
 
-def test_no_verdict_when_exit_1_has_no_failures() -> None:
-    message = reason(1, CLEAN, LISTED)
-    assert message is not None and message.startswith("pytest exited 1 but no test failed or errored")
+def test_exit_1_without_failures_keeps_the_verdict_with_a_note() -> None:
+    # e.g. pytest-cov's --cov-fail-under: the listed tests' outcomes are complete and trustworthy
+    assert reason(1, CLEAN, LISTED) is None
+    from pytest_objective_scoring.scorer import exit_status_note
+
+    assert exit_status_note(1, run(*CLEAN)).startswith("pytest exited 1 although no test failed")
+    assert exit_status_note(0, run(*CLEAN)) is None
+    assert exit_status_note(1, run(("tests/test_a.py::f", "failed"))) is None
 
 
 def test_clean_runs_are_verdicts() -> None:

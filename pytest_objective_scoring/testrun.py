@@ -1,0 +1,220 @@
+"""One pytest subprocess in the workspace: start it, bound it, read what it recorded.
+
+The test process gets the recorder (and nothing else of ours), a scrubbed
+environment, the copy's import roots first on its path, no network where
+``unshare`` works, and a timeout that kills its whole process group.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Mapping, Sequence
+
+from .instances import Instance
+from .outcomes import Collector
+from .scorer import Grading, grade, no_verdict_reason
+from .workspace import base_env, import_roots
+
+__all__ = ["RunRecord", "assess", "network_isolation", "run_process", "run_tests"]
+
+RECORDER_MODULE: Final = "_objective_scoring_recorder"
+OUTPUT_TAIL: Final = 4000
+
+
+@dataclass
+class RunRecord:
+    """One pytest subprocess: what it printed, how it ended, what it recorded."""
+
+    command: list[str]
+    label: str = "candidate"
+    exit_code: int | None = None
+    timed_out: bool = False
+    wall_time: float = 0.0
+    cpu: float = 0.0
+    output_tail: str = ""
+    collector: Collector = field(default_factory=Collector)
+    collect_errors: list[tuple[str, str]] = field(default_factory=list)
+    session: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "command": self.command,
+            "exit_code": self.exit_code,
+            "pytest_exitstatus": None if self.session is None else self.session["exitstatus"],
+            "timed_out": self.timed_out,
+            "wall_time": round(self.wall_time, 3),
+            "cpu": round(self.cpu, 3),
+            "output_tail": self.output_tail,
+        }
+
+
+_NETWORK_PREFIX: list[str] | None = None
+
+
+def network_isolation() -> list[str]:
+    """The command prefix that runs a process without network, or [] where unavailable."""
+    global _NETWORK_PREFIX
+    if _NETWORK_PREFIX is None:
+        prefix = ["unshare", "--net"] if os.geteuid() == 0 else ["unshare", "--net", "--map-root-user"]
+        try:
+            ok = subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            ok = False
+        _NETWORK_PREFIX = prefix if ok else []
+    return _NETWORK_PREFIX
+
+
+def run_process(
+    command: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float, log: Path
+) -> tuple[int | None, bool, float, float]:
+    """Run ``command`` in its own process group; kill the group at the timeout.
+
+    Returns ``(exit_code, timed_out, wall_seconds, cpu_seconds)``; CPU time is
+    the rusage of the child and every descendant it waited for.
+    """
+    started = time.perf_counter()
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            list(command),
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    waited: dict[str, Any] = {}
+
+    def wait() -> None:
+        _, status, usage = os.wait4(proc.pid, 0)
+        waited["status"] = status
+        waited["cpu"] = usage.ru_utime + usage.ru_stime
+
+    waiter = threading.Thread(target=wait, daemon=True)
+    waiter.start()
+    waiter.join(timeout)
+    timed_out = waiter.is_alive()
+    if timed_out:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        waiter.join()
+    # Kill anything the test run left behind in its group, even on success.
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    code = os.waitstatus_to_exitcode(waited["status"])
+    proc.returncode = code
+    return (None if timed_out else code), timed_out, time.perf_counter() - started, float(waited["cpu"])
+
+
+def _recorder_source() -> str:
+    return Path(__file__).with_name("recorder.py").read_text(encoding="utf-8")
+
+
+def run_tests(
+    *,
+    copy: Path,
+    original: Path,
+    workspace: Path,
+    python: str,
+    test_files: Sequence[str],
+    timeout: float,
+    network: bool,
+    label: str,
+) -> RunRecord:
+    """Run pytest on ``test_files`` in ``copy`` and collect the recorder's facts."""
+    tools = workspace / "tools"
+    tools.mkdir(exist_ok=True)
+    (tools / f"{RECORDER_MODULE}.py").write_text(_recorder_source(), encoding="utf-8")
+    record_file = workspace / f"{label}.jsonl"
+    record_file.unlink(missing_ok=True)
+    roots, packages = import_roots(copy)
+    environ = base_env()
+    environ.update(
+        HOME=str(workspace / "home"),
+        TMPDIR=str(workspace / "tmp"),
+        PYTHONPATH=os.pathsep.join([str(tools), *roots]),
+        PYTHONDONTWRITEBYTECODE="1",
+        PYTHONHASHSEED="0",
+        PYTHONIOENCODING="utf-8",
+        OBJECTIVE_SCORING_RECORD=str(record_file),
+        OBJECTIVE_SCORING_IMPORT_ROOTS=os.pathsep.join(roots),
+        OBJECTIVE_SCORING_PACKAGES=os.pathsep.join(packages),
+        OBJECTIVE_SCORING_COPY=str(copy.resolve()),
+        OBJECTIVE_SCORING_ORIGINAL=str(original.resolve()),
+    )
+    (workspace / "home").mkdir(exist_ok=True)
+    (workspace / "tmp").mkdir(exist_ok=True)
+    # --maxfail=0 after the repository's addopts undoes a configured -x: every listed test must run.
+    command = [
+        python, "-m", "pytest", "-p", RECORDER_MODULE, "-p", "no:cacheprovider",
+        "-q", "-rfE", "--maxfail=0", "--rootdir", str(copy), *test_files,
+    ]  # fmt: skip
+    prefix = [] if network else network_isolation()
+    log = workspace / f"{label}.log"
+    code, timed_out, wall, cpu = run_process([*prefix, *command], cwd=copy, env=environ, timeout=timeout, log=log)
+    run = RunRecord(command=command, label=label, exit_code=code, timed_out=timed_out, wall_time=wall, cpu=cpu)
+    run.output_tail = log.read_text(encoding="utf-8", errors="replace")[-OUTPUT_TAIL:]
+    if record_file.exists():
+        for line in record_file.read_text(encoding="utf-8", errors="replace").split("\n"):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut short by a kill
+            kind = item.pop("type", None)
+            if kind == "test":
+                run.collector.add(item)
+            elif kind == "collect_error":
+                run.collect_errors.append((item["nodeid"], item["message"]))
+            elif kind == "session":
+                run.session = item
+    return run
+
+
+def assess(run: RunRecord, instance: Instance, compat: str, copy: Path, timeout: float) -> tuple[Grading, str | None, str]:
+    """Grade a run and say why it is no verdict, with the failure class it would be."""
+    records = run.collector.records
+    grading = grade(instance, records, compat)
+    if run.timed_out:
+        return grading, f"the test run timed out after {timeout:g}s", "verifier"
+    if run.session is None:
+        if "No module named pytest" in run.output_tail:
+            return grading, f"pytest is not installed for {run.command[0]}", "setup"
+        return grading, f"the test run died before its session finished (exit code {run.exit_code})", "verifier"
+    root = copy.resolve()
+    stale = {
+        name: origin
+        for name, origin in (run.session.get("module_origins") or {}).items()
+        if origin and not Path(origin).is_relative_to(root)
+    }
+    stale.update(run.session.get("foreign_modules") or {})
+    if stale:
+        name, origin = next(iter(stale.items()))
+        return grading, (
+            f"the tests imported {name} from {origin}, not from the graded copy: another copy of the "
+            "project (an editable install of the original checkout?) shadows it on that interpreter's path"
+        ), "setup"
+    patched = run.session.get("patched_internals") or []
+    if patched:
+        return grading, f"pytest internals were replaced by code from the graded copy: {patched[0]}", "verifier"
+    reason = no_verdict_reason(
+        exitstatus=run.session["exitstatus"],
+        collect_errors=run.collect_errors,
+        stopped_early=bool(run.session.get("shouldfail") or run.session.get("shouldstop")),
+        grading=grading,
+        records=records,
+    )
+    return grading, reason, "verifier"

@@ -1,0 +1,246 @@
+"""The private workspace a candidate is graded in: copy, apply, protect, reset.
+
+Everything here shells out to ``git`` (and GNU ``patch`` as the last apply
+strategy) inside the copy; the user's repository is only ever read.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+from typing import Any, Final, Mapping, Sequence
+
+from . import protect
+
+__all__ = [
+    "APPLY_STRATEGIES",
+    "BadInput",
+    "InfraFailure",
+    "apply_candidate",
+    "apply_test_patch",
+    "changed_files",
+    "import_roots",
+    "prepare_copy",
+    "reset",
+    "restore_files",
+]
+
+APPLY_STRATEGIES: Final = (
+    ("git apply", ["git", "apply", "--verbose", "--whitespace=nowarn"]),
+    ("git apply --3way", ["git", "apply", "--verbose", "--3way", "--whitespace=nowarn"]),
+    ("git apply --reject", ["git", "apply", "--verbose", "--reject", "--whitespace=nowarn"]),
+    ("patch --fuzz=5", ["patch", "--batch", "--forward", "--fuzz=5", "-p1", "-i"]),
+)
+COPY_SKIP: Final = frozenset({".git", "__pycache__", ".pytest_cache", ".tox", ".nox", ".mypy_cache", ".objective-scoring"})
+ENV_KEEP: Final = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT", "TERM")
+GIT_IDENTITY: Final = (
+    "-c", "user.name=objective-score", "-c", "user.email=objective-score@localhost",
+    "-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false",
+    "-c", "core.quotePath=false",
+)  # fmt: skip
+NOT_SOURCE_DIRS: Final = frozenset({"tests", "test", "testing", "docs", "doc", "examples", "benchmarks", "build", "dist"})
+
+
+class BadInput(ValueError):
+    """The request cannot be graded as given (exit status 2)."""
+
+
+class InfraFailure(RuntimeError):
+    """The environment, not the candidate, failed (exit status 3)."""
+
+    def __init__(self, failure_class: str, detail: str) -> None:
+        self.failure_class = failure_class
+        super().__init__(detail)
+
+
+def base_env() -> dict[str, str]:
+    """The scrubbed environment every subprocess starts from."""
+    return {k: os.environ[k] for k in ENV_KEEP if k in os.environ}
+
+
+def git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        ["git", *GIT_IDENTITY, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        stdin=subprocess.DEVNULL,
+        env={**base_env(), "GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1"},
+    )
+    if check and result.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)} failed: {(result.stderr or result.stdout).strip()}")
+    return result
+
+
+def _ignore(directory: str, names: list[str]) -> set[str]:
+    skipped = {n for n in names if n in COPY_SKIP}
+    for name in names:
+        path = os.path.join(directory, name)
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            skipped.add(name)
+            continue
+        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+            skipped.add(name)  # fifos, sockets, devices: nothing a test suite reads from a checkout
+        elif stat.S_ISDIR(mode) and os.path.isfile(os.path.join(path, "pyvenv.cfg")):
+            skipped.add(name)  # a virtualenv inside the repository: used in place, never copied
+    return skipped
+
+
+def prepare_copy(repo: Path, dest: Path, base_commit: str | None) -> str:
+    """Copy ``repo`` to ``dest`` and return the baseline commit of the copy."""
+    try:
+        shutil.copytree(repo, dest, symlinks=True, ignore=_ignore)
+    except (OSError, shutil.Error) as exc:
+        raise InfraFailure("setup", f"could not copy {repo} to the workspace: {exc}") from None
+    try:
+        if (repo / ".git").exists():
+            clone = dest.parent / "clone"
+            result = subprocess.run(
+                ["git", "clone", "--quiet", "--shared", "--no-checkout", str(repo), str(clone)],
+                capture_output=True,
+                text=True,
+                env={**base_env(), "GIT_TERMINAL_PROMPT": "0"},
+            )
+            if result.returncode != 0:
+                raise BadInput(f"--repo {repo}: git clone failed: {result.stderr.strip()}")
+            shutil.move(str(clone / ".git"), str(dest / ".git"))
+            shutil.rmtree(clone, ignore_errors=True)
+            if base_commit:
+                if git(dest, "cat-file", "-e", f"{base_commit}^{{commit}}", check=False).returncode != 0:
+                    raise BadInput(f"--repo {repo} has no commit {base_commit} (the instance's base_commit)")
+                git(dest, "reset", "--quiet", "--hard", base_commit)
+                git(dest, "clean", "-fdq")
+            else:
+                git(dest, "reset", "--quiet", "--mixed", "HEAD")
+                git(dest, "add", "-A")
+                git(dest, "commit", "--quiet", "--allow-empty", "--no-verify", "-m", "objective-score: working tree")
+        else:
+            if base_commit:
+                raise BadInput(f"--repo {repo} is not a git repository, but the instance names base_commit {base_commit}")
+            git(dest, "init", "--quiet")
+            git(dest, "add", "-A")
+            git(dest, "commit", "--quiet", "--allow-empty", "--no-verify", "-m", "objective-score: baseline")
+        return git(dest, "rev-parse", "HEAD").stdout.strip()
+    except RuntimeError as exc:
+        raise InfraFailure("setup", f"could not prepare the isolated copy: {exc}") from None
+
+
+def reset(copy: Path, baseline: str) -> None:
+    git(copy, "reset", "--quiet", "--hard", baseline)
+    git(copy, "clean", "-fdq")
+
+
+def apply_candidate(copy: Path, baseline: str, patch_file: Path, text: str) -> tuple[str | None, list[dict[str, Any]]]:
+    """Try each strategy in turn; return the one that worked (or None) and every attempt."""
+    if not text.strip():
+        return "nothing to apply", []
+    attempts = []
+    for name, command in APPLY_STRATEGIES:
+        try:
+            result = subprocess.run(
+                [*command, str(patch_file)], cwd=copy, capture_output=True, text=True, errors="replace",
+                stdin=subprocess.DEVNULL, env={**base_env(), "GIT_CONFIG_NOSYSTEM": "1"},
+            )  # fmt: skip
+            ok, output = result.returncode == 0, (result.stdout + result.stderr).strip()
+        except OSError as exc:
+            ok, output = False, f"{command[0]} is not available: {exc.strerror}"
+        attempts.append({"strategy": name, "ok": ok, "output": output[-1000:]})
+        if ok:
+            return name, attempts
+        reset(copy, baseline)
+    return None, attempts
+
+
+def restore_files(copy: Path, baseline: str, paths: Sequence[str]) -> list[str]:
+    """Put ``paths`` back as they are at the baseline; returns those that could not be restored."""
+    stuck = []
+    for path in paths:
+        target = copy / path
+        if git(copy, "cat-file", "-e", f"{baseline}:{path}", check=False).returncode == 0:
+            if git(copy, "checkout", baseline, "--", path, check=False).returncode != 0:
+                stuck.append(path)
+        elif target.is_symlink() or target.is_file():
+            target.unlink()
+        elif target.exists():
+            stuck.append(path)
+    return stuck
+
+
+def revert_protected(
+    copy: Path, baseline: str, before: Mapping[str, str], guarded: Sequence[str]
+) -> tuple[list[protect.Dropped], list[str]]:
+    """Undo whatever the applied candidate did to protected files, whatever the diff's format.
+
+    The filter reads unified diffs; this is the safety net for everything it could
+    not see (formats only GNU patch reads, paths spelled in ways unidiff misses).
+    Returns the files put back and those that could not be.
+    """
+    changes = protect.snapshot_changes(before, protect.snapshot(copy, guarded))
+    paths = [change.split(" ", 1)[1] for change in changes]
+    stuck = restore_files(copy, baseline, paths)
+    dropped = [
+        protect.Dropped(path, f"{protect.protected_reason(path, guarded)}; written by the patch although the filter did not see it")
+        for path in paths
+        if path not in stuck
+    ]  # fmt: skip
+    return dropped, stuck
+
+
+def changed_files(copy: Path, baseline: str) -> list[str]:
+    """Files the working tree of the copy changes against the baseline (tracked and untracked)."""
+    tracked = git(copy, "diff", "--name-only", "-z", baseline).stdout.split("\0")
+    untracked = git(copy, "ls-files", "--others", "--exclude-standard", "-z").stdout.split("\0")
+    return sorted({p for p in (*tracked, *untracked) if p})
+
+
+def apply_test_patch(copy: Path, baseline: str, test_patch: str, files: Sequence[str], workspace: Path) -> None:
+    """Reset the test patch's files to the base, then apply it strictly."""
+    restore_files(copy, baseline, files)
+    patch_file = workspace / "test.diff"
+    patch_file.write_bytes(test_patch.encode("utf-8", "surrogateescape"))
+    result = git(copy, "apply", "--verbose", "--whitespace=nowarn", str(patch_file), check=False)
+    if result.returncode != 0:
+        raise InfraFailure(
+            "setup", f"the test patch does not apply to the base: {(result.stderr or result.stdout).strip()[-800:]}"
+        )
+
+
+def import_roots(copy: Path) -> tuple[list[str], list[str]]:
+    """The copy's import roots and its top-level package names.
+
+    Roots are ``src/`` when present, every folder (up to two levels down) that
+    holds a top-level package (``lib/`` in ``lib/pkg/__init__.py``), then the
+    copy itself; test, documentation and build folders are not searched.
+    """
+    roots: dict[Path, None] = {}
+    names: dict[str, None] = {}
+    if (copy / "src").is_dir():
+        roots[copy / "src"] = None
+
+    def visit(folder: Path, depth: int) -> None:
+        try:
+            children = sorted(folder.iterdir())
+        except OSError:
+            return
+        for child in children:
+            if child.name.startswith(".") or child.name in NOT_SOURCE_DIRS or not child.is_dir() or child.is_symlink():
+                continue
+            if (child / "pyvenv.cfg").exists():
+                continue
+            if (child / "__init__.py").exists():
+                if not (folder / "__init__.py").exists():
+                    roots.setdefault(folder, None)
+                    names.setdefault(child.name, None)
+            elif depth < 2:
+                visit(child, depth + 1)
+
+    visit(copy, 0)
+    roots.pop(copy, None)
+    ordered = [*roots, copy]
+    return [str(r) for r in ordered], list(names)
