@@ -57,10 +57,10 @@ def make_patch(repo: Path, edits: Mapping[str, str | None], tmp: Path) -> str:
             target.unlink()
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(content, encoding="utf-8")
+            target.write_bytes(content.encode("utf-8"))
     subprocess.run([*GIT, "add", "-A"], cwd=work, check=True)
-    diff = subprocess.run([*GIT, "diff", "--cached", "--binary"], cwd=work, check=True, capture_output=True, text=True)
-    return diff.stdout
+    diff = subprocess.run([*GIT, "diff", "--cached", "--binary"], cwd=work, check=True, capture_output=True)
+    return diff.stdout.decode("utf-8")  # bytes: keep CRLF line endings as they are
 
 
 def tree_digest(root: Path) -> str:

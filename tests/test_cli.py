@@ -147,3 +147,27 @@ def test_demo_without_fixtures_is_bad_input(tmp_path):
     result = run_cli("demo", "--fixtures", str(tmp_path))
     assert result.returncode == 2
     assert "no fixtures found" in result.stderr
+
+
+def test_crlf_test_patch_file_keeps_its_line_endings(tmp_path):
+    import shutil
+
+    from .runner_helpers import make_patch
+
+    repo = tmp_path / "crlf"
+    shutil.copytree(FIXTURES / "repos" / "intervals", repo)
+    tests = repo / "tests" / "test_merge.py"
+    tests.write_bytes(tests.read_bytes().replace(b"\n", b"\r\n"))
+    added = "\r\n\r\ndef test_touching_crlf():\r\n    assert merge([(1, 2), (2, 3)]) == [Interval(1, 3)]\r\n"
+    test_patch = make_patch(repo, {"tests/test_merge.py": tests.read_bytes().decode() + added}, tmp_path)
+    assert "\r\n" in test_patch
+    patch_file = tmp_path / "test.diff"
+    patch_file.write_bytes(test_patch.encode())
+    instance = json.loads((FIXTURES / "instances" / "intervals.json").read_text())
+    instance.update(FAIL_TO_PASS=["tests/test_merge.py::test_touching_crlf"], test_patch="")
+    instance_file = tmp_path / "instance.json"
+    instance_file.write_text(json.dumps(instance))
+    result = run_cli("grade", "--repo", str(repo), "--instance", str(instance_file), "--patch", patch("gold"),
+                     "--test-patch", str(patch_file), "--json")  # fmt: skip
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr
+    assert envelope_of(result)["score"]["resolved"] == "resolved"

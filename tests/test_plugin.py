@@ -473,3 +473,85 @@ def test_envelope_file_in_new_directory(pytester, write_instance):
     result = pytester.runpytest_subprocess(f"--objective-score={instance}", "--objective-score-out=deep/er/out.json")
     assert result.ret == 0
     result.stdout.fnmatch_lines([f"score written to: {Path(pytester.path, 'deep/er/out.json')}"])
+
+
+def test_failing_subtests_fail_the_test(pytester, write_instance, run_and_parse, num_processes):
+    pytester.makepyfile(
+        test_sub="""
+        import unittest
+        def test_sub(subtests):
+            with subtests.test(msg="one"):
+                assert 0
+            with subtests.test(msg="two"):
+                pass
+        class T(unittest.TestCase):
+            def test_u(self):
+                for i in range(2):
+                    with self.subTest(i=i):
+                        self.assertEqual(i, 0)
+        def test_ok():
+            pass
+        """
+    )
+    instance = write_instance(["test_sub.py::test_sub", "test_sub.py::T::test_u"], ["test_sub.py::test_ok"])
+    _, envelope = run_and_parse(instance, n=num_processes)
+    assert envelope["score"]["fail_to_pass"]["passed"] == 0
+    assert envelope["score"]["resolved"] == "not_resolved"
+
+
+def test_xfail_with_a_raising_teardown_does_not_block_the_verdict(pytester, write_instance, run_and_parse):
+    pytester.makepyfile(
+        test_d="""
+        import pytest
+        @pytest.fixture
+        def bad():
+            yield
+            raise RuntimeError("teardown")
+        @pytest.mark.xfail
+        def test_xf(bad):
+            assert 0
+        def test_ok():
+            pass
+        """
+    )
+    result, envelope = run_and_parse(write_instance(["test_d.py::test_ok"]), "--objective-gate")
+    assert envelope["status"] == "verdict"
+    assert result.ret == 0
+
+
+def test_select_keeps_either_spelling_of_an_escaped_id(pytester, write_instance, run_and_parse):
+    pytester.makepyfile(
+        test_u="""
+        import pytest
+        @pytest.mark.parametrize("w", ["café", "x"])
+        def test_p(w): pass
+        """
+    )
+    result, envelope = run_and_parse(write_instance(["test_u.py::test_p[café]"]), "--objective-select")
+    assert envelope["score"]["resolved"] == "resolved"
+    result.assert_outcomes(passed=1, deselected=1)
+
+
+def test_collect_only_is_no_verdict(pytester, write_instance, run_and_parse):
+    pytester.makepyfile(test_a="def test_a():\n    pass\n")
+    result, envelope = run_and_parse(write_instance(["test_a.py::test_a"]), "--collect-only", "--objective-gate")
+    assert envelope["no_verdict_reason"] == "--collect-only ran no test"
+    assert result.ret == 3
+
+
+def test_exit_status_1_without_failures_keeps_the_verdict(pytester, write_instance, run_and_parse):
+    pytester.makeconftest(
+        """
+        import pytest
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtestloop(session):
+            yield
+            session.testsfailed += 1  # what pytest-cov does when coverage is under --cov-fail-under
+        """
+    )
+    pytester.makepyfile(test_a="def test_a():\n    pass\n")
+    result, envelope = run_and_parse(write_instance(["test_a.py::test_a"]))
+    assert result.ret == 1
+    assert envelope["session"]["exitstatus"] == 1
+    assert envelope["score"]["resolved"] == "resolved"
+    assert envelope["session"]["note"].startswith("pytest exited 1 although no test failed")

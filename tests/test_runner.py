@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -331,3 +332,187 @@ def test_envelope_records_steps_costs_and_command():
     assert runner["test_files"] == ["tests/test_merge.py", "tests/test_interval.py"]
     assert result.envelope["cost"]["cpu"] > 0 and result.envelope["cost"]["wall_time"] > 0
     assert runner["apply"]["strategy"] == "git apply"
+
+
+# ---------------------------------------------------------------- found in review: each would have been a wrong verdict
+
+FORCE_PASS_CONFTEST = (
+    "import pytest\n\n\n@pytest.hookimpl(tryfirst=True)\ndef pytest_runtest_setup(item):\n"
+    "    item.runtest = lambda: None\n"
+)
+
+
+def test_git_quoted_path_to_a_conftest_is_still_protected():
+    body = "".join(f"+{line}\n" for line in FORCE_PASS_CONFTEST.splitlines())
+    count = len(FORCE_PASS_CONFTEST.splitlines())
+    quoted = (f'diff --git "a/conftest.py" "b/conftest.py"\nnew file mode 100644\n--- /dev/null\n'
+              f'+++ "b/conftest.py"\n@@ -0,0 +1,{count} @@\n{body}')  # fmt: skip
+    result = grade("intervals", quoted.encode())
+    assert result.envelope["score"]["resolved"] == "not_resolved"
+    assert [d["path"] for d in result.envelope["runner"]["apply"]["dropped"]] == ["conftest.py"]
+
+
+def test_a_diff_of_another_format_hidden_in_a_unified_diff_is_refused(tmp_path):
+    fix = make_patch(INTERVALS, {INTERVAL_PY: interval_source(FIXED)}, tmp_path)
+    unified_only = fix.split("\n", 2)[2]  # drop the diff --git and index lines: a plain unified diff
+    context = "*** /dev/null\n--- b/conftest.py\n***************\n*** 0 ****\n--- 1,2 ----\n+ import os\n+ x = 1\n"
+    result = grade("intervals", (unified_only + context).encode())
+    assert result.failure_class == "patch_apply"
+    assert "another format" in result.envelope["runner"]["failure_detail"]
+
+
+def test_protected_files_the_applied_patch_changed_anyway_are_put_back(tmp_path):
+    from pytest_objective_scoring import protect
+    from pytest_objective_scoring.workspace import prepare_copy, revert_protected
+
+    copy = tmp_path / "copy"
+    baseline = prepare_copy(INTERVALS, copy, None)
+    guarded = ["tests/test_merge.py"]
+    before = protect.snapshot(copy, guarded)
+    original = (copy / "tests/test_merge.py").read_text()
+    (copy / "tests/test_merge.py").write_text("def test_forged():\n    pass\n")
+    (copy / "tests" / "conftest.py").write_text(FORCE_PASS_CONFTEST)
+    dropped, stuck = revert_protected(copy, baseline, before, guarded)
+    assert stuck == []
+    assert sorted(d.path for d in dropped) == ["tests/conftest.py", "tests/test_merge.py"]
+    assert all("filter did not see it" in d.reason for d in dropped)
+    assert (copy / "tests/test_merge.py").read_text() == original
+    assert not (copy / "tests" / "conftest.py").exists()
+
+
+def _repo_with_plugin_module(tmp_path: Path) -> Path:
+    """intervals, whose test suite loads a library module as a pytest plugin (as sphinx.testing is)."""
+    repo = tmp_path / "plugin-intervals"
+    shutil.copytree(INTERVALS, repo)
+    (repo / "tests" / "conftest.py").write_text('pytest_plugins = ["intervals.testing"]\n')
+    (repo / "src" / "intervals" / "testing.py").write_text(
+        "import pytest\n\n\n@pytest.fixture\ndef unit():\n    return 1\n"
+    )
+    return repo
+
+
+def test_library_module_loaded_as_a_pytest_plugin_cannot_judge_the_run(tmp_path):
+    repo = _repo_with_plugin_module(tmp_path)
+    hooked = (repo / "src" / "intervals" / "testing.py").read_text() + (
+        "\n\ndef pytest_collection_modifyitems(items):\n    for item in items:\n        item.runtest = lambda: None\n"
+    )
+    diff = make_patch(repo, {"src/intervals/testing.py": hooked}, tmp_path)
+    result = grade("intervals", diff.encode(), repo=repo)
+    assert result.envelope["score"]["resolved"] == "not_resolved"
+    dropped = result.envelope["runner"]["apply"]["dropped"]
+    assert {"path": "src/intervals/testing.py", "reason": "implements pytest hooks for this run (part of the judge)"} in dropped
+    assert result.envelope["runner"]["run"]["label"] == "candidate-without-hooks"
+    # the gold patch is untouched by that rule and still resolves
+    assert grade("intervals", patch_of("intervals", "gold"), repo=repo).envelope["score"]["resolved"] == "resolved"
+
+
+def test_runtest_swapped_by_candidate_code_at_import_is_tampering(tmp_path):
+    rigged = interval_source(
+        BUGGY,
+        extra="\nimport _pytest.python as _p\n_p.Function.runtest = lambda self: None\n",
+    )
+    diff = make_patch(INTERVALS, {INTERVAL_PY: rigged}, tmp_path)
+    result = grade("intervals", diff.encode())
+    assert result.envelope["score"]["resolved"] == "not_resolved"
+    kinds = {f["kind"] for f in result.envelope["integrity"]["flags"]}
+    assert kinds & {"runtest_replaced", "pytest_internals_patched"}, kinds
+
+
+NEW_API_TEST = textwrap.dedent(
+    """\
+    diff --git a/tests/test_api.py b/tests/test_api.py
+    new file mode 100644
+    --- /dev/null
+    +++ b/tests/test_api.py
+    @@ -0,0 +1,4 @@
+    +from intervals.interval import Interval, touching
+    +
+    +def test_touching():
+    +    assert touching(Interval(1, 2), Interval(2, 3))
+    """
+)
+NEW_API_GOLD = textwrap.dedent(
+    """\
+    diff --git a/src/intervals/touch.py b/src/intervals/touch.py
+    new file mode 100644
+    --- /dev/null
+    +++ b/src/intervals/touch.py
+    @@ -0,0 +1,2 @@
+    +def touching(a, b):
+    +    return a.end == b.start or b.end == a.start
+    """
+)
+
+
+def test_candidate_without_a_new_api_the_tests_import_is_not_resolved_not_infrastructure(tmp_path):
+    # the test patch imports an API the gold patch adds: on the bare base the tests cannot even be
+    # collected, so the control run must be the gold patch, not the base
+    gold = NEW_API_GOLD + make_patch(
+        INTERVALS, {INTERVAL_PY: interval_source(BUGGY, extra="\nfrom .touch import touching  # noqa\n")}, tmp_path
+    )
+    instance = instance_of("intervals", test_patch=NEW_API_TEST, patch=gold,
+                           FAIL_TO_PASS=["tests/test_api.py::test_touching"], PASS_TO_PASS=[])  # fmt: skip
+    empty = grade("intervals", b"", instance=instance)
+    assert (empty.exit_code, empty.failure_class) == (1, "solver")
+    assert empty.envelope["runner"]["control_run"]["kind"] == "gold"
+    assert grade("intervals", gold.encode(), instance=instance).envelope["score"]["resolved"] == "resolved"
+
+
+def test_repository_configured_with_exitfirst_still_runs_every_listed_test(tmp_path):
+    repo = tmp_path / "x-intervals"
+    shutil.copytree(INTERVALS, repo)
+    pyproject = repo / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('testpaths = ["tests"]', 'testpaths = ["tests"]\naddopts = "-x"'))
+    result = grade("intervals", patch_of("intervals", "break_p2p"), repo=repo)
+    assert (result.exit_code, result.failure_class) == (1, "solver")
+    assert result.envelope["score"]["pass_to_pass"] == {"total": 11, "passed": 10, "verdict": "violated"}
+    assert result.envelope["score"]["fail_to_pass"]["verdict"] == "satisfied"
+
+
+def test_library_layout_outside_src_imports_the_graded_copy(tmp_path):
+    repo = tmp_path / "lib-intervals"
+    shutil.copytree(INTERVALS, repo)
+    (repo / "src").rename(repo / "lib")
+    pyproject = repo / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('pythonpath = ["src"]', "").replace('where = ["src"]', 'where = ["lib"]'))
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    (site / "intervals-editable.pth").write_text(str(repo / "lib") + "\n")  # an editable install of the original
+    gold = patch_of("intervals", "gold").decode().replace("src/intervals", "lib/intervals")
+    instance = instance_of("intervals", patch=gold)
+    result = grade("intervals", gold.encode(), repo=repo, instance=instance, python=str(venv / "bin" / "python"))
+    assert result.envelope["score"]["resolved"] == "resolved", result.envelope.get("no_verdict_reason")
+
+
+def test_special_files_in_the_repository_are_not_copied(tmp_path):
+    repo = tmp_path / "fifo-intervals"
+    shutil.copytree(INTERVALS, repo)
+    os.mkfifo(repo / ".devserver.fifo")
+    assert grade("intervals", patch_of("intervals", "gold"), repo=repo).envelope["score"]["resolved"] == "resolved"
+
+
+def test_an_internal_error_is_an_infrastructure_failure(monkeypatch):
+    from pytest_objective_scoring import runner
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(runner, "changed_files", broken)
+    result = grade("intervals", patch_of("intervals", "gold"))
+    assert (result.exit_code, result.failure_class) == (3, "verifier")
+    assert "internal error: RuntimeError: disk on fire" in result.envelope["no_verdict_reason"]
+    assert result.envelope["swebench"]["report"]["fixtures__intervals-1"]["infra_failure"] is True
+
+
+def test_relative_python_is_resolved_against_the_working_directory(monkeypatch):
+    interpreter = Path(sys.executable)
+    monkeypatch.chdir(interpreter.parent.parent)
+    result = grade("intervals", patch_of("intervals", "gold"), python=str(Path(interpreter.parent.name, interpreter.name)))
+    assert result.envelope["score"]["resolved"] == "resolved"
+
+
+def test_ids_that_are_not_pytest_node_ids_are_bad_input():
+    django = instance_of("intervals", FAIL_TO_PASS=["test_touching (merge.tests.MergeTests)"])
+    with pytest.raises(BadInput, match="not a pytest node id"):
+        grade("intervals", b"", instance=django)
