@@ -75,6 +75,7 @@ def _add_runner_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
+    from .envelope import dumps
     from .instances import InstanceError, load_instance
     from .render import StreamWriter, render_envelope
     from .runner import BadInput, GradeRequest, grade_candidate
@@ -110,7 +111,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     if args.out:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result.envelope, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        out.write_text(dumps(result.envelope), encoding="utf-8")
         written.append(str(out))
     if args.json:
         print(json.dumps(result.envelope, indent=2, ensure_ascii=False))

@@ -17,7 +17,7 @@ from .instances import F2P, P2P
 from .records import Score
 from .scorer import Grading
 
-__all__ = ["SCHEMA_VERSION", "build_envelope", "graded_by", "patch_ref_of", "swebench_report"]
+__all__ = ["SCHEMA_VERSION", "build_envelope", "dumps", "graded_by", "patch_ref_of", "swebench_report"]
 
 SCHEMA_VERSION: Final = 1
 PACKAGE: Final = "pytest-objective-scoring"
@@ -158,3 +158,25 @@ def _summary(grading: Grading | None) -> dict[str, Any]:
             "missing": [r.test_id for r in results if r.status == "missing"],
         }
     return summary
+
+
+def dumps(envelope: Mapping[str, Any]) -> str:
+    """The envelope as JSON a person can read and a big suite can afford.
+
+    One top-level key a line and one test a line: each value is encoded by the
+    C encoder (``indent`` would switch to the pure-Python one, which costs
+    more than the grading on a suite of tens of thousands of tests).
+    """
+    import json
+
+    def one(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=False)
+
+    lines = []
+    for key, value in envelope.items():
+        if key == "tests" and isinstance(value, list) and value:
+            inner = ",\n".join(f"    {one(test)}" for test in value)
+            lines.append(f"  {one(key)}: [\n{inner}\n  ]")
+        else:
+            lines.append(f"  {one(key)}: {one(value)}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"

@@ -103,10 +103,14 @@ class TestRecord:
 
     nodeid: str
     facts: list[dict[str, Any]] = field(default_factory=list)
+    _folded: tuple[int, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def outcome(self) -> str:
-        return fold(self.facts)
+        """The folded outcome (cached until another fact arrives)."""
+        if self._folded is None or self._folded[0] != len(self.facts):
+            self._folded = (len(self.facts), fold(self.facts))
+        return self._folded[1]
 
     @property
     def final(self) -> bool:
@@ -145,10 +149,13 @@ class Collector:
             record = self.records[nodeid] = TestRecord(nodeid)
         if fact["outcome"] == "rerun":
             record.facts.clear()
+            record._folded = None
             return
-        if record.final and fact["when"] in ("setup", "???"):
+        when = fact["when"]
+        if (when == "setup" or when == "???") and record.facts and record.final:
             # a second run of the same id (e.g. a crashed worker's test rerun): start over
             record.facts.clear()
+            record._folded = None
         record.facts.append(fact)
 
     def outcomes(self) -> dict[str, str]:

@@ -166,7 +166,9 @@ class ScoringSession:
 
     def __init__(self, config: pytest.Config, settings: Settings, instance: Instance) -> None:
         from .outcomes import Collector
+        from .recorder import fact_from_report
 
+        self.fact_from_report = fact_from_report
         self.config = config
         self.settings = settings
         self.instance = instance
@@ -189,9 +191,7 @@ class ScoringSession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        from .recorder import fact_from_report
-
-        self.collector.add(fact_from_report(report))
+        self.collector.add(self.fact_from_report(report))
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
@@ -259,10 +259,10 @@ class ScoringSession:
         self.session = session
         envelope = self.finish()
         if self.settings.out is not None:
-            import json
+            from .envelope import dumps
 
             os.makedirs(self.settings.out.parent, exist_ok=True)
-            self.settings.out.write_text(json.dumps(envelope, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            self.settings.out.write_text(dumps(envelope), encoding="utf-8")
             self.written.append(str(self.settings.out))
         if self.settings.gate:
             score = envelope["score"]

@@ -67,7 +67,7 @@ def fact_from_report(report):
     when = getattr(report, "when", None) or "???"
     outcome = report.outcome
     longrepr = getattr(report, "longrepr", None)
-    flags = getattr(report, FLAGS_KEY, None) or {}
+    flags = report.__dict__.get(FLAGS_KEY) or {}
     return {
         "nodeid": report.nodeid,
         "when": when,
@@ -104,8 +104,8 @@ def _copy_root():
     return os.path.realpath(root) if root else None
 
 
-def flag_report(report, call, item=None):
-    # type: (Any, Any, Any) -> None
+def flag_report(report, call, item=None, root=None):
+    # type: (Any, Any, Any, Optional[str]) -> None
     """Mark a report that says passed although its phase raised, or whose test body was swapped.
 
     pytest never produces such reports by itself; they are the mark of a hook
@@ -116,7 +116,6 @@ def flag_report(report, call, item=None):
     excinfo = getattr(call, "excinfo", None)
     if excinfo is not None and report.outcome == "passed" and not hasattr(report, "wasxfail"):
         flags["raised_but_passed"] = True
-    root = _copy_root()
     if item is not None and root and getattr(call, "when", None) == "call":
         swapped = item.__dict__.get("runtest"), getattr(type(item), "runtest", None)
         if any(_inside(_code_file(obj), root) for obj in swapped if obj is not None):
@@ -128,12 +127,17 @@ def flag_report(report, call, item=None):
 class ReportFlagger:
     """Runs in every process (xdist workers too): annotates reports as they are made."""
 
+    def __init__(self):
+        # type: () -> None
+        self.root = _copy_root()
+
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_makereport(self, item, call):
         # type: (Any, Any) -> Generator[None, Any, None]
         outcome = yield
-        report = outcome.get_result()
-        flag_report(report, call, item)
+        if call.excinfo is None and self.root is None:
+            return  # the common case: nothing raised, nothing to compare against
+        flag_report(outcome.get_result(), call, item, self.root)
 
 
 def foreign_modules(original, limit=20):
