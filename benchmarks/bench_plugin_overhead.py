@@ -183,7 +183,7 @@ def measure(n: int, rounds: int, python: str, blocked: list[str], args: argparse
         generate_suite(workdir, n, args.per_file, args.f2p)
         base = base_command(python, blocked)
         commands = {v: variant_command(base, v, workdir) for v in VARIANTS}
-        # Warm-up (untimed): writes the assertion-rewritten .pyc files and fills the page cache.
+        # Warm-up (untimed): fills the page cache and, unless PYTHONDONTWRITEBYTECODE is set, the .pyc files.
         run_once(commands["bare"], workdir)
         run_once(commands["objective"], workdir)
         check_outputs("objective", workdir, n, args.f2p)

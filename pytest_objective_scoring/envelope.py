@@ -169,8 +169,7 @@ def dumps(envelope: Mapping[str, Any]) -> str:
     """
     import json
 
-    def one(value: Any) -> str:
-        return json.dumps(value, ensure_ascii=False)
+    one = json.JSONEncoder(ensure_ascii=False).encode  # one C encoder for every value
 
     lines = []
     for key, value in envelope.items():

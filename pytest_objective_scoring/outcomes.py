@@ -18,7 +18,6 @@ never imports pytest. The folding rules (``docs/outcomes.md`` has the table):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Final, Iterable, Mapping
 
 __all__ = ["OUTCOMES", "Collector", "TestRecord", "fold"]
@@ -95,45 +94,102 @@ def fold(facts: Iterable[Fact]) -> str:
     return result
 
 
-@dataclass
+# One phase as kept per test: a tuple of atomic values, which the garbage collector stops
+# tracking, so a run of tens of thousands of tests adds one tracked object per test, not six.
+Phase = tuple  # (when, outcome, xfail, strict_xpass, raised_but_passed, runtest_replaced)
+_PHASE_KEYS: Final = ("when", "outcome", "xfail", "strict_xpass", "raised_but_passed", "runtest_replaced")
+
+
 class TestRecord:
-    """Everything known about one executed test, ready to fold."""
+    """Everything known about one executed test, kept compact, folded on demand."""
 
     __test__ = False
+    __slots__ = ("nodeid", "_phases", "duration_sum", "first_message", "_folded")
 
-    nodeid: str
-    facts: list[dict[str, Any]] = field(default_factory=list)
-    _folded: tuple[int, str] | None = field(default=None, init=False, repr=False, compare=False)
+    def __init__(self, nodeid: str, facts: Iterable[Fact] = ()) -> None:
+        self.nodeid = nodeid
+        self._phases: tuple[Phase, ...] = ()
+        self.duration_sum = 0.0
+        self.first_message = ""
+        self._folded: str | None = None
+        for fact in facts:
+            self.add(fact)
+
+    def add(self, fact: Fact) -> None:
+        self.add_phase(
+            fact["when"], fact["outcome"], bool(fact.get("xfail")), bool(fact.get("strict_xpass")),
+            bool(fact.get("raised_but_passed")), bool(fact.get("runtest_replaced")),
+            float(fact.get("duration", 0.0) or 0.0), str(fact.get("message") or ""),
+        )  # fmt: skip
+
+    def add_phase(self, when: str, outcome: str, xfail: bool, strict_xpass: bool, raised: bool,
+                  swapped: bool, duration: float, message: str) -> None:  # fmt: skip
+        self._phases += ((when, outcome, xfail, strict_xpass, raised, swapped),)
+        self.duration_sum += duration
+        if message and not self.first_message:
+            self.first_message = message
+        self._folded = None
+
+    def clear(self) -> None:
+        self._phases = ()
+        self.duration_sum = 0.0
+        self.first_message = ""
+        self._folded = None
+
+    @property
+    def facts(self) -> list[dict[str, Any]]:
+        """The phases as fact dicts (what :func:`fold` reads)."""
+        return [dict(zip(_PHASE_KEYS, phase)) for phase in self._phases]
+
+    @property
+    def ran(self) -> bool:
+        return bool(self._phases)
+
+    @property
+    def any_failed(self) -> bool:
+        """Whether pytest itself saw a failed report for this test (what its exit status counts)."""
+        return any(phase[1] == "failed" for phase in self._phases)
+
+    @property
+    def flags(self) -> list[tuple[str, str]]:
+        """``(kind, phase)`` for every tampering mark the recorder put on this test's reports."""
+        marks = []
+        for phase in self._phases:
+            if phase[4]:
+                marks.append(("raised_but_passed", phase[0]))
+            if phase[5]:
+                marks.append(("runtest_replaced", phase[0]))
+        return marks
 
     @property
     def outcome(self) -> str:
-        """The folded outcome (cached until another fact arrives)."""
-        if self._folded is None or self._folded[0] != len(self.facts):
-            self._folded = (len(self.facts), fold(self.facts))
-        return self._folded[1]
+        """The folded outcome (cached until another phase arrives)."""
+        if self._folded is None:
+            self._folded = fold(self.facts)
+        return self._folded
 
     @property
     def final(self) -> bool:
-        return any(f["when"] in ("teardown", "???") for f in self.facts)
+        return any(phase[0] in ("teardown", "???") for phase in self._phases)
 
     @property
     def duration(self) -> float:
-        return round(sum(float(f.get("duration", 0.0)) for f in self.facts), 6)
+        return round(self.duration_sum, 6)
 
     @property
     def phases(self) -> dict[str, str]:
-        return {f["when"]: f["outcome"] for f in self.facts}
+        return {phase[0]: phase[1] for phase in self._phases}
 
     @property
     def message(self) -> str:
-        for fact in self.facts:
-            if fact.get("message"):
-                return str(fact["message"])
-        return ""
+        return self.first_message
+
+    def __repr__(self) -> str:
+        return f"TestRecord({self.nodeid!r}, {self.facts!r})"
 
 
 class Collector:
-    """Accumulates facts per test id in arrival order (the order of the run's log).
+    """Accumulates the phases of each test id in arrival order (the order of the run's log).
 
     A report with outcome ``rerun`` (pytest-rerunfailures) discards the attempt
     so far: only the final attempt counts.
@@ -142,21 +198,25 @@ class Collector:
     def __init__(self) -> None:
         self.records: dict[str, TestRecord] = {}
 
-    def add(self, fact: dict[str, Any]) -> None:
-        nodeid = fact["nodeid"]
+    def add(self, fact: Fact) -> None:
+        self.add_phase(
+            fact["nodeid"], fact["when"], fact["outcome"], bool(fact.get("xfail")), bool(fact.get("strict_xpass")),
+            bool(fact.get("raised_but_passed")), bool(fact.get("runtest_replaced")),
+            float(fact.get("duration", 0.0) or 0.0), str(fact.get("message") or ""),
+        )  # fmt: skip
+
+    def add_phase(self, nodeid: str, when: str, outcome: str, xfail: bool, strict_xpass: bool, raised: bool,
+                  swapped: bool, duration: float, message: str) -> None:  # fmt: skip
         record = self.records.get(nodeid)
         if record is None:
             record = self.records[nodeid] = TestRecord(nodeid)
-        if fact["outcome"] == "rerun":
-            record.facts.clear()
-            record._folded = None
+        if outcome == "rerun":
+            record.clear()
             return
-        when = fact["when"]
-        if (when == "setup" or when == "???") and record.facts and record.final:
+        if (when == "setup" or when == "???") and record._phases and record.final:
             # a second run of the same id (e.g. a crashed worker's test rerun): start over
-            record.facts.clear()
-            record._folded = None
-        record.facts.append(fact)
+            record.clear()
+        record.add_phase(when, outcome, xfail, strict_xpass, raised, swapped, duration, message)
 
     def outcomes(self) -> dict[str, str]:
-        return {nodeid: record.outcome for nodeid, record in self.records.items() if record.facts}
+        return {nodeid: record.outcome for nodeid, record in self.records.items() if record.ran}

@@ -200,10 +200,8 @@ class _Grading:
         changes = protect.snapshot_changes(guard_before, protect.snapshot(self.copy, self.guarded))
         self.integrity += [{"kind": "protected_file_modified", "detail": change} for change in changes]
         for nodeid, record in run.collector.records.items():
-            for fact in record.facts:
-                for kind in ("raised_but_passed", "runtest_replaced"):
-                    if fact.get(kind):
-                        self.integrity.append({"kind": kind, "detail": f"{nodeid} ({fact['when']})"})
+            for kind, when in record.flags:
+                self.integrity.append({"kind": kind, "detail": f"{nodeid} ({when})"})
         for item in (run.session or {}).get("patched_internals") or []:
             self.integrity.append({"kind": "pytest_internals_patched", "detail": item})
         if changes and reason is None:

@@ -188,7 +188,7 @@ def _few(ids: Sequence[str], limit: int = 3) -> str:
 
 
 def _strict_result(test_id: str, gate: str, record: oc.TestRecord | None) -> TestResult:
-    if record is None or not record.facts:
+    if record is None or not record.ran:
         return TestResult(test_id, gate, oc.MISSING, False, None, {}, 0.0)
     outcome = record.outcome
     return TestResult(
@@ -221,7 +221,7 @@ def _swebench_result(
     key = _swebench_key(test_id, statuses)
     if key is None:
         record = records.get(test_id)
-        if record is not None and record.facts:  # ran, but SWE-bench logs no status for it (e.g. XPASS)
+        if record is not None and record.ran:  # ran, but SWE-bench logs no status for it (e.g. XPASS)
             return TestResult(
                 test_id, gate, record.outcome, False, record.nodeid, record.phases, record.duration, record.message
             )
@@ -243,7 +243,7 @@ def grade(instance: Instance, records: Mapping[str, oc.TestRecord], compat: str 
     """Classify every listed test and count the two gates."""
     if compat not in COMPAT_MODES:
         raise ValueError(f"unknown compat mode {compat!r}; expected one of {', '.join(COMPAT_MODES)}")
-    ran = {nodeid: record for nodeid, record in records.items() if record.facts}
+    ran = {nodeid: record for nodeid, record in records.items() if record.ran}
     listed = instance.listed
     results: list[TestResult] = []
     if compat == "strict":
@@ -303,7 +303,7 @@ def make_score(grading: Grading, patch_ref: str, graded_by: str, graded_at: int)
 
 def exit_status_note(exitstatus: int | None, records: Mapping[str, oc.TestRecord]) -> str | None:
     """A note for the envelope when pytest failed the run although no test failed."""
-    failed = any(any(f["outcome"] == "failed" for f in r.facts) for r in records.values())
+    failed = any(r.any_failed for r in records.values())
     if exitstatus == 1 and not failed:
         return "pytest exited 1 although no test failed (something outside the tests, e.g. a coverage threshold)"
     return None
@@ -354,7 +354,7 @@ def no_verdict_reason(
     counted_failed = [
         n
         for n, r in records.items()
-        if r.facts and r.outcome != oc.TAMPERED and any(f["outcome"] == "failed" for f in r.facts)
+        if r.any_failed and r.outcome != oc.TAMPERED
     ]
     if exitstatus == 0 and counted_failed:
         return f"pytest exited 0 but {len(counted_failed)} test(s) failed or errored, e.g. {counted_failed[0]}"
