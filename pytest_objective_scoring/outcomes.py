@@ -14,6 +14,9 @@ never imports pytest. The folding rules (``docs/outcomes.md`` has the table):
 * a failed teardown (reported as skipped under an xfail mark) turns passed, xpassed,
   xfailed or skipped into ``error``
 * a test whose teardown never arrived (an interrupted run) -> ``incomplete``
+* an id that ran more than once (a repeat plugin, or reports forged after the real
+  ones): the worst outcome of its complete runs (``SEVERITY``) counts; attempts a
+  rerun plugin reports as ``rerun`` are discarded
 """
 
 from __future__ import annotations
@@ -49,6 +52,14 @@ OUTCOMES: Final = (
 )
 
 Fact = Mapping[str, Any]
+
+# From least to most damning: when one id ran several times, the worst outcome counts.
+SEVERITY: Final = (PASSED, XPASSED, XFAILED, SKIPPED, INCOMPLETE, XPASSED_STRICT, FAILED, ERROR, CRASHED, TAMPERED)
+
+
+def worst(outcomes: Iterable[str]) -> str:
+    """The most damning of several outcomes of one test id."""
+    return max(outcomes, key=SEVERITY.index)
 
 
 def _phase_outcome(fact: Fact) -> str:
@@ -111,7 +122,7 @@ class TestRecord:
     """Everything known about one executed test, kept compact, folded on demand."""
 
     __test__ = False
-    __slots__ = ("nodeid", "_phases", "duration_sum", "first_message", "_folded", "any_failed")
+    __slots__ = ("nodeid", "_phases", "duration_sum", "first_message", "_folded", "any_failed", "earlier")
 
     def __init__(self, nodeid: str, facts: Iterable[Fact] = ()) -> None:
         self.nodeid = nodeid
@@ -120,6 +131,7 @@ class TestRecord:
         self.first_message = ""
         self._folded: str | None = None
         self.any_failed = False  # pytest itself saw a failed report (what its exit status counts)
+        self.earlier: tuple[str, ...] = ()  # outcomes of earlier complete runs of the same id
         for fact in facts:
             self.add(fact)
 
@@ -146,6 +158,7 @@ class TestRecord:
     def clear(self) -> None:
         self._phases = []
         self.any_failed = False
+        self.earlier = ()
         self.duration_sum = 0.0
         self.first_message = ""
         self._folded = None
@@ -170,11 +183,19 @@ class TestRecord:
                 marks.append(("runtest_replaced", phase[0]))
         return marks
 
+    def start_again(self) -> None:
+        """The same id runs again (a repeat plugin, a re-run after a crash, or forged reports):
+        the finished run is kept as an earlier outcome and the worst of all runs counts."""
+        self.earlier += (self.outcome,)
+        self._phases = []
+        self._folded = None
+
     @property
     def outcome(self) -> str:
-        """The folded outcome (cached until another phase arrives)."""
+        """The folded outcome, the worst over every complete run of the id (cached)."""
         if self._folded is None:
-            self._folded = PASSED if self._phases == _PLAIN_PASS else fold(self.facts)
+            current = PASSED if self._phases == _PLAIN_PASS else fold(self.facts)
+            self._folded = worst((*self.earlier, current)) if self.earlier else current
         return self._folded
 
     @property
@@ -223,8 +244,7 @@ class Collector:
             record.clear()
             return
         if (when == "setup" or when == "???") and record._phases and record.final:
-            # a second run of the same id (e.g. a crashed worker's test rerun): start over
-            record.clear()
+            record.start_again()
         record.add_phase(when, outcome, xfail, strict_xpass, raised, swapped, duration, message)
 
     def add_plain_pass(self, nodeid: str, when: str, duration: float) -> None:
@@ -233,7 +253,7 @@ class Collector:
         if record is None:
             record = self.records[nodeid] = TestRecord(nodeid)
         elif when == "setup" and record._phases and record.final:
-            record.clear()
+            record.start_again()
         phase = _PLAIN.get(when)
         if phase is None:
             phase = (when, "passed", False, False, False, False)

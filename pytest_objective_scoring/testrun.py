@@ -181,6 +181,7 @@ def run_tests(
                 run.collect_errors.append((item["nodeid"], item["message"]))
             elif kind == "session":
                 run.session = item
+                break  # the recorder's last word: anything written after it was not the recorder
     return run
 
 

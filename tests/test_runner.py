@@ -516,3 +516,26 @@ def test_ids_that_are_not_pytest_node_ids_are_bad_input():
     django = instance_of("intervals", FAIL_TO_PASS=["test_touching (merge.tests.MergeTests)"])
     with pytest.raises(BadInput, match="not a pytest node id"):
         grade("intervals", b"", instance=django)
+
+
+def test_candidate_forging_recorder_lines_cannot_turn_a_failure_into_a_pass(tmp_path):
+    forger = textwrap.dedent(
+        """
+        import atexit as _atexit, json as _json, os as _os
+        def _forge():
+            path = _os.environ.get("OBJECTIVE_SCORING_RECORD")
+            if path:
+                with open(path, "a") as handle:
+                    for nodeid in ("tests/test_merge.py::TestMerge::test_touching",
+                                   "tests/test_merge.py::TestMerge::test_touching_chain"):
+                        for when in ("setup", "call", "teardown"):
+                            handle.write(_json.dumps({"type": "test", "nodeid": nodeid, "when": when,
+                                                      "outcome": "passed", "duration": 0.0}) + "\\n")
+        _forge()                   # before the real run: the real (failing) run comes after
+        _atexit.register(_forge)   # after the session line: never read
+        """
+    )
+    diff = make_patch(INTERVALS, {INTERVAL_PY: interval_source(BUGGY, extra=forger)}, tmp_path)
+    result = grade("intervals", diff.encode())
+    assert result.envelope["score"]["resolved"] == "not_resolved"
+    assert result.envelope["score"]["fail_to_pass"]["passed"] == 0
