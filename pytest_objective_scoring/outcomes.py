@@ -208,7 +208,11 @@ class TestRecord:
 
     @property
     def phases(self) -> dict[str, str]:
-        return {phase[0]: phase[1] for phase in self._phases}
+        """Each phase's outcome; a call with any failed report (a failed subtest) is ``failed``."""
+        phases = {phase[0]: phase[1] for phase in self._phases}
+        if phases.get("call") not in (None, "failed") and any(p[0] == "call" and p[1] == "failed" for p in self._phases):
+            phases["call"] = "failed"
+        return phases
 
     @property
     def message(self) -> str:

@@ -34,7 +34,7 @@ from . import envelope as env
 from . import protect
 from .instances import Instance
 from .scorer import Grading, exit_status_note, grade, make_score
-from .testrun import RunRecord, assess, network_isolation, run_tests
+from .testrun import RunRecord, assess, network_isolation, pid_isolation, run_tests
 from .workspace import (
     BadInput,
     InfraFailure,
@@ -124,6 +124,7 @@ class _Grading:
             "python": python,
             "timeout": request.timeout,
             "network": "allowed" if request.network else ("unshared" if network_isolation() else "not isolated: unshare unavailable"),
+            "processes": "own PID namespace" if pid_isolation() else "process group only: unshare --pid unavailable",
             "test_patch": {"source": "file" if request.test_patch is not None else ("instance" if test_patch else None),
                            "files": test_patch_files},
         }  # fmt: skip

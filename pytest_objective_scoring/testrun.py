@@ -22,7 +22,7 @@ from .outcomes import Collector
 from .scorer import Grading, grade, no_verdict_reason
 from .workspace import base_env, import_roots
 
-__all__ = ["RunRecord", "assess", "network_isolation", "run_process", "run_tests"]
+__all__ = ["RunRecord", "assess", "isolation_prefix", "network_isolation", "pid_isolation", "run_process", "run_tests"]
 
 RECORDER_MODULE: Final = "_objective_scoring_recorder"
 OUTPUT_TAIL: Final = 4000
@@ -59,17 +59,47 @@ class RunRecord:
 _NETWORK_PREFIX: list[str] | None = None
 
 
+_PID_PREFIX: list[str] | None = None
+
+
+def _probe(prefix: list[str]) -> bool:
+    try:
+        return subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
 def network_isolation() -> list[str]:
     """The command prefix that runs a process without network, or [] where unavailable."""
     global _NETWORK_PREFIX
     if _NETWORK_PREFIX is None:
         prefix = ["unshare", "--net"] if os.geteuid() == 0 else ["unshare", "--net", "--map-root-user"]
-        try:
-            ok = subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0
-        except (OSError, subprocess.SubprocessError):
-            ok = False
-        _NETWORK_PREFIX = prefix if ok else []
+        _NETWORK_PREFIX = prefix if _probe(prefix) else []
     return _NETWORK_PREFIX
+
+
+def pid_isolation() -> list[str]:
+    """The prefix that runs a process as PID 1 of its own PID namespace, or [] where unavailable.
+
+    When PID 1 of a namespace dies the kernel kills every process in it: a test run
+    cannot leave a daemon behind, not even one that left the process group (``setsid``).
+    """
+    global _PID_PREFIX
+    if _PID_PREFIX is None:
+        prefix = ["unshare", "--pid", "--fork", "--mount-proc"]
+        if os.geteuid() != 0:
+            prefix.insert(1, "--map-root-user")
+        _PID_PREFIX = prefix if _probe(prefix) else []
+    return _PID_PREFIX
+
+
+def isolation_prefix(network: bool) -> list[str]:
+    """One ``unshare`` for every namespace this machine allows."""
+    pid = pid_isolation()
+    net = [] if network else network_isolation()
+    if pid and net:
+        return [*pid, "--net"]
+    return pid or net
 
 
 def run_process(
@@ -161,7 +191,7 @@ def run_tests(
         python, "-m", "pytest", "-p", RECORDER_MODULE, "-p", "no:cacheprovider",
         "-q", "-rfE", "--maxfail=0", "--rootdir", str(copy), *test_files,
     ]  # fmt: skip
-    prefix = [] if network else network_isolation()
+    prefix = isolation_prefix(network)
     log = workspace / f"{label}.log"
     code, timed_out, wall, cpu = run_process([*prefix, *command], cwd=copy, env=environ, timeout=timeout, log=log)
     run = RunRecord(command=command, label=label, exit_code=code, timed_out=timed_out, wall_time=wall, cpu=cpu)

@@ -182,14 +182,48 @@ def revert_protected(
     Returns the files put back and those that could not be.
     """
     changes = protect.snapshot_changes(before, protect.snapshot(copy, guarded))
-    paths = [change.split(" ", 1)[1] for change in changes]
+    reasons = {change.split(" ", 1)[1]: str(protect.protected_reason(change.split(" ", 1)[1], guarded)) for change in changes}
+    # git's own view of every path written: test data below tests/ (which the snapshot leaves
+    # to the tests themselves) and files written through a symlink show up here too
+    for path in changed_files(copy, baseline):
+        target = copy / path
+        if target.is_symlink() and not _inside(target.resolve(), copy, guarded):
+            reasons.setdefault(path, "a symlink to a protected file or out of the repository")
+        reason = protect.protected_reason(path, guarded) or shadowing_reason(copy, baseline, path)
+        if reason:
+            reasons.setdefault(path, reason)
+    paths = sorted(reasons)
     stuck = restore_files(copy, baseline, paths)
     dropped = [
-        protect.Dropped(path, f"{protect.protected_reason(path, guarded)}; written by the patch although the filter did not see it")
+        protect.Dropped(path, f"{reasons[path]}; written by the patch although the filter did not see it")
         for path in paths
         if path not in stuck
-    ]  # fmt: skip
+    ]
     return dropped, stuck
+
+
+SHADOWING: Final = frozenset({"pytest.py", "_pytest", "pluggy", "py.py", "xdist", "_objective_scoring_recorder.py"})
+
+
+def shadowing_reason(copy: Path, baseline: str, path: str) -> str | None:
+    """A new top-level module that would replace the test runner itself (``pytest.py``, ``_pytest/``)."""
+    parts = path.split("/")
+    top = parts[1] if parts[0] == "src" and len(parts) > 1 else parts[0]
+    if top not in SHADOWING:
+        return None
+    existed = git(copy, "cat-file", "-e", f"{baseline}:{'/'.join(parts[: parts.index(top) + 1])}", check=False)
+    return None if existed.returncode == 0 else f"a new {top} would shadow the test runner"
+
+
+def _inside(target: Path, copy: Path, guarded: Sequence[str]) -> bool:
+    """A symlink target that stays in the copy and points at nothing protected."""
+    root = copy.resolve()
+    if not target.is_relative_to(root):
+        return False
+    rel = target.relative_to(root).as_posix()
+    return protect.protected_reason(rel, guarded) is None and not any(
+        part in ("tests",) for part in rel.split("/")
+    )
 
 
 def changed_files(copy: Path, baseline: str) -> list[str]:

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -539,3 +540,56 @@ def test_candidate_forging_recorder_lines_cannot_turn_a_failure_into_a_pass(tmp_
     result = grade("intervals", diff.encode())
     assert result.envelope["score"]["resolved"] == "not_resolved"
     assert result.envelope["score"]["fail_to_pass"]["passed"] == 0
+
+
+def test_writing_test_data_through_a_symlink_is_put_back(tmp_path):
+    repo = tmp_path / "data-intervals"
+    shutil.copytree(INTERVALS, repo)
+    (repo / "tests" / "data").mkdir()
+    (repo / "tests" / "data" / "expected.txt").write_text("wrong\n")
+    test_patch = make_patch(repo, {"tests/test_data.py": (
+        "from pathlib import Path\n\n\ndef test_expected():\n"
+        "    assert Path('tests/data/expected.txt').read_text() == 'right\\n'\n")}, tmp_path)  # fmt: skip
+    candidate = (
+        "diff --git a/src/intervals/t b/src/intervals/t\nnew file mode 120000\n--- /dev/null\n+++ b/src/intervals/t\n"
+        "@@ -0,0 +1 @@\n+../../tests/data\n\\ No newline at end of file\n"
+        "diff --git a/src/intervals/t/expected.txt b/src/intervals/t/expected.txt\n"
+        "--- a/src/intervals/t/expected.txt\n+++ b/src/intervals/t/expected.txt\n@@ -1 +1 @@\n-wrong\n+right\n"
+    )
+    instance = instance_of("intervals", test_patch=test_patch, FAIL_TO_PASS=["tests/test_data.py::test_expected"],
+                           PASS_TO_PASS=[])  # fmt: skip
+    result = grade("intervals", candidate.encode(), repo=repo, instance=instance)
+    assert result.envelope["score"]["resolved"] == "not_resolved", result.envelope["runner"]["apply"]
+    dropped = {d["path"] for d in result.envelope["runner"]["apply"]["dropped"]}
+    assert {"tests/data/expected.txt", "src/intervals/t"} <= dropped
+
+
+def test_a_new_top_level_pytest_module_is_not_applied(tmp_path):
+    diff = make_patch(INTERVALS, {"src/pytest.py": "raise SystemExit(0)\n", INTERVAL_PY: interval_source(BUGGY)},
+                      tmp_path)  # fmt: skip
+    result = grade("intervals", diff.encode())
+    assert result.envelope["score"]["resolved"] == "not_resolved"
+    assert any(d["path"] == "src/pytest.py" for d in result.envelope["runner"]["apply"]["dropped"])
+
+
+def test_a_daemon_started_by_the_candidate_dies_with_the_run(tmp_path):
+    from pytest_objective_scoring.testrun import pid_isolation
+
+    assert pid_isolation(), "unshare --pid must work on this machine (CI runs as root)"
+    marker = tmp_path / "daemon-was-here"
+    daemon = textwrap.dedent(
+        f"""
+        import os as _os, time as _time
+        if _os.fork() == 0:
+            _os.setsid()
+            _time.sleep(3)
+            open({str(marker)!r}, "w").write("alive")
+            _os._exit(0)
+        """
+    )
+    diff = make_patch(INTERVALS, {INTERVAL_PY: interval_source(FIXED, extra=daemon)}, tmp_path)
+    result = grade("intervals", diff.encode())
+    assert result.envelope["runner"]["processes"] == "own PID namespace"
+    assert result.envelope["score"]["resolved"] == "resolved"  # the fork ran in the test process, harmlessly
+    time.sleep(4)
+    assert not marker.exists()
