@@ -91,11 +91,37 @@ def _inside(path, root):
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _code_file(obj):
+UNKNOWN = "<unknown origin>"
+
+
+def _origin(obj):
     # type: (Any) -> Optional[str]
+    """The file of the module a function belongs to, judged by its globals.
+
+    A code object's ``co_filename`` can be forged (``compile(src, "/usr/lib/x.py", ...)``);
+    the globals a function runs with are those of the module that defined it. A
+    function whose globals belong to no imported module (code run through ``exec``)
+    is of unknown origin.
+    """
     func = getattr(obj, "__func__", obj)
-    code = getattr(func, "__code__", None)
-    return code.co_filename if code is not None else None
+    for _ in range(10):
+        inner = getattr(func, "func", None)  # functools.partial and friends
+        if inner is None or inner is func:
+            break
+        func = getattr(inner, "__func__", inner)
+    globs = getattr(func, "__globals__", None)
+    if globs is None:
+        return None  # a builtin or C function: not code the candidate wrote
+    module = sys.modules.get(globs.get("__name__", ""))
+    if module is not None and getattr(module, "__dict__", None) is globs:
+        return getattr(module, "__file__", None) or UNKNOWN
+    return UNKNOWN
+
+
+def _suspect(obj, root):
+    # type: (Any, Optional[str]) -> bool
+    origin = _origin(obj)
+    return origin == UNKNOWN or _inside(origin, root)
 
 
 def _copy_root():
@@ -104,8 +130,8 @@ def _copy_root():
     return os.path.realpath(root) if root else None
 
 
-def flag_report(report, call, item=None, root=None):
-    # type: (Any, Any, Any, Optional[str]) -> None
+def flag_report(report, call, item=None, root=None, objects=None):
+    # type: (Any, Any, Any, Optional[str], Optional[Dict[str, Any]]) -> None
     """Mark a report that says passed although its phase raised, or whose test body was swapped.
 
     pytest never produces such reports by itself; they are the mark of a hook
@@ -118,8 +144,12 @@ def flag_report(report, call, item=None, root=None):
         flags["raised_but_passed"] = True
     if item is not None and root and getattr(call, "when", None) == "call":
         swapped = item.__dict__.get("runtest"), getattr(type(item), "runtest", None)
-        if any(_inside(_code_file(obj), root) for obj in swapped if obj is not None):
+        if any(_suspect(obj, root) for obj in swapped if obj is not None):
             flags["runtest_replaced"] = True
+        if objects is not None and item.nodeid in objects:
+            obj = getattr(item, "obj", None)
+            if obj is not objects[item.nodeid] and _suspect(obj, root):
+                flags["runtest_replaced"] = True  # the test function itself was swapped after collection
     if flags:
         report.__dict__[FLAGS_KEY] = flags
 
@@ -134,6 +164,13 @@ class ReportFlagger:
     def __init__(self):
         # type: () -> None
         self.root = _copy_root()
+        self.objects = {}  # type: Dict[str, Any]
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items):
+        # type: (Any) -> None
+        if self.root is not None:  # remember each test function, to notice one swapped later
+            self.objects = {item.nodeid: getattr(item, "obj", None) for item in items}
 
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_makereport(self, item, call):
@@ -141,7 +178,7 @@ class ReportFlagger:
         outcome = yield
         if call.excinfo is None and self.root is None:
             return  # the common case: nothing raised, nothing to compare against
-        flag_report(outcome.get_result(), call, item, self.root)
+        flag_report(outcome.get_result(), call, item, self.root, self.objects)
 
 
 def foreign_modules(original, limit=20):
@@ -173,29 +210,45 @@ def hook_files(pluginmanager, root):
     if not root:
         return []
     for plugin in pluginmanager.get_plugins():
+        plugin_file = getattr(plugin, "__file__", None)
         for name in dir(plugin):
             if not name.startswith("pytest_"):
                 continue
             try:
-                path = _code_file(getattr(plugin, name))
+                path = _origin(getattr(plugin, name))
             except Exception:
                 continue
-            if _inside(path, root):
+            if path == UNKNOWN:
+                if _inside(plugin_file, root):
+                    files.add(UNKNOWN + " in " + os.path.relpath(os.path.realpath(plugin_file), root).replace(os.sep, "/"))
+            elif _inside(path, root):
                 files.add(os.path.relpath(os.path.realpath(path), root).replace(os.sep, "/"))
     return sorted(files)
 
 
-def patched_internals(root):
-    # type: (Optional[str]) -> List[str]
-    """pytest internals whose code now comes from a file inside the graded copy."""
-    patched = []
+def _internals():
+    # type: () -> Dict[str, Any]
+    found = {}
     for module_name, owner, attr in INTERNALS:
         module = sys.modules.get(module_name)
         target = getattr(module, owner, None) if owner else module
-        obj = getattr(target, attr, None) if target is not None else None
-        path = _code_file(obj) if obj is not None else None
-        if _inside(path, root):
-            patched.append("%s.%s: %s" % (module_name, ".".join(p for p in (owner, attr) if p), path))
+        found["%s.%s" % (module_name, ".".join(p for p in (owner, attr) if p))] = (
+            target.__dict__.get(attr) if owner and target is not None else getattr(target, attr, None)
+        )
+    return found
+
+
+_ORIGINAL_INTERNALS = _internals()  # taken when pytest loads the recorder, before any project code
+
+
+def patched_internals(root):
+    # type: (Optional[str]) -> List[str]
+    """pytest internals replaced since the recorder loaded by code from the copy (or of unknown origin)."""
+    patched = []
+    for name, obj in _internals().items():
+        original = _ORIGINAL_INTERNALS.get(name)
+        if obj is not original and original is not None and _suspect(obj, root):
+            patched.append("%s: replaced by %s" % (name, _origin(obj)))
     return patched
 
 

@@ -186,7 +186,9 @@ class _Grading:
         guard_before = protect.snapshot(self.copy, self.guarded)
         run = self.run("candidate", test_files)
         self.step("tests")
-        hooked = sorted(set((run.session or {}).get("hook_files") or []) & set(changed))
+        hook_files = set((run.session or {}).get("hook_files") or [])
+        unknown = sorted(f for f in hook_files if f.startswith("<unknown origin>"))
+        hooked = sorted(hook_files & set(changed))
         if hooked:
             # Library files of the candidate's that pytest loaded as hook implementations judge the run:
             # they are put back like any protected file and the tests run again without them.
@@ -205,16 +207,36 @@ class _Grading:
                 self.integrity.append({"kind": kind, "detail": f"{nodeid} ({when})"})
         for item in (run.session or {}).get("patched_internals") or []:
             self.integrity.append({"kind": "pytest_internals_patched", "detail": item})
+        if unknown and reason is None:
+            reason = f"pytest hooks of unknown origin (code run through exec?): {', '.join(unknown[:3])}"
+            self.integrity.append({"kind": "hook_of_unknown_origin", "detail": ", ".join(unknown[:5])})
         if changes and reason is None:
             reason = f"the test run modified protected files: {', '.join(changes[:5])}"
+            return self.attribute(reason, failure, test_files, unless_control_does=(changes, grading, run))
         if reason is not None:
             return self.attribute(reason, failure, test_files)
         return self.verdict(grading, run.session or {}, run)
 
-    def attribute(self, reason: str, failure: str, test_files: list[str]) -> GradeResult:
-        """The candidate's run gave no verdict: a control run says whose fault it was."""
-        control, control_reason, control_failure = self.control_run(test_files)
+    def attribute(
+        self,
+        reason: str,
+        failure: str,
+        test_files: list[str],
+        unless_control_does: tuple[list[str], Grading, RunRecord] | None = None,
+    ) -> GradeResult:
+        """The candidate's run gave no verdict: a control run says whose fault it was.
+
+        ``unless_control_does`` carries the protected files the candidate's run wrote: when
+        the control run writes the same ones, that is the project's own behaviour (tests that
+        generate modules, say), and the candidate's run stands as a verdict.
+        """
+        control, control_reason, control_failure, control_changes = self.control_run(test_files)
         self.step("control_run")
+        if unless_control_does is not None and control_reason is None:
+            changes, grading, run = unless_control_does
+            if set(changes) <= set(control_changes):
+                self.runner["protected_writes"] = f"the control run writes the same protected files: {', '.join(changes[:5])}"
+                return self.verdict(grading, run.session or {}, run)
         if control_reason is not None:
             raise InfraFailure(
                 "setup" if "setup" in (failure, control_failure) else control_failure,
@@ -226,7 +248,7 @@ class _Grading:
         result.envelope["candidate_no_verdict_reason"] = reason
         return result
 
-    def control_run(self, test_files: list[str]) -> tuple[RunRecord, str | None, str]:
+    def control_run(self, test_files: list[str]) -> tuple[RunRecord, str | None, str, list[str]]:
         """The gold patch (or the bare base) with the test patch: does the environment work?"""
         reset(self.copy, self.baseline)
         kind = "base"
@@ -241,11 +263,11 @@ class _Grading:
         before = protect.snapshot(self.copy, self.guarded)
         run = self.run("control", test_files)
         _, reason, failure = assess(run, self.instance, self.request.compat, self.copy, self.request.timeout)
+        # the project's own tests writing protected files is its behaviour, not a failure of the control
         changes = protect.snapshot_changes(before, protect.snapshot(self.copy, self.guarded))
-        if reason is None and changes:
-            reason = f"the repository's own tests modify protected files: {', '.join(changes[:5])}"
-        self.runner["control_run"] = {"kind": kind, **run.to_dict(), "no_verdict_reason": reason}
-        return run, reason, failure
+        self.runner["control_run"] = {"kind": kind, **run.to_dict(), "no_verdict_reason": reason,
+                                      "protected_writes": changes}  # fmt: skip
+        return run, reason, failure, changes
 
     # -------------------------------------------------------------- endings
 

@@ -593,3 +593,61 @@ def test_a_daemon_started_by_the_candidate_dies_with_the_run(tmp_path):
     assert result.envelope["score"]["resolved"] == "resolved"  # the fork ran in the test process, harmlessly
     time.sleep(4)
     assert not marker.exists()
+
+
+def test_a_suite_that_writes_its_own_modules_under_tests_can_be_graded(tmp_path):
+    repo = tmp_path / "gen-intervals"
+    shutil.copytree(INTERVALS, repo)
+    generator = ("from pathlib import Path\n\n\ndef test_generates():\n"
+                 "    Path('tests/_generated_cache.py').write_text('X = 1\\n')\n")  # fmt: skip
+    (repo / "tests" / "test_gen.py").write_text(generator)
+    instance = instance_of("intervals", PASS_TO_PASS=[*instance_of("intervals").pass_to_pass, "tests/test_gen.py::test_generates"])
+    gold = grade("intervals", patch_of("intervals", "gold"), repo=repo, instance=instance)
+    assert (gold.exit_code, gold.envelope["score"]["resolved"]) == (0, "resolved"), gold.envelope.get("no_verdict_reason")
+    assert "the control run writes the same protected files" in gold.envelope["runner"]["protected_writes"]
+    broken = grade("intervals", patch_of("intervals", "break_p2p"), repo=repo, instance=instance)
+    assert (broken.exit_code, broken.envelope["score"]["resolved"]) == (1, "not_resolved")
+    assert broken.envelope["score"]["pass_to_pass"]["passed"] == 11  # graded on its own outcomes
+
+
+def _repo_with_star_import(tmp_path: Path) -> Path:
+    """intervals whose conftest star-imports a library module (hooks and fixtures come with it)."""
+    repo = tmp_path / "star-intervals"
+    shutil.copytree(INTERVALS, repo)
+    (repo / "tests" / "conftest.py").write_text("from intervals.testing import *  # noqa\n")
+    (repo / "src" / "intervals" / "testing.py").write_text("import pytest\n\n\n@pytest.fixture\ndef unit():\n    return 1\n")
+    return repo
+
+
+def test_fixture_swapping_the_test_function_is_tampering(tmp_path):
+    repo = _repo_with_star_import(tmp_path)
+    swapper = (repo / "src/intervals/testing.py").read_text() + (
+        "\n\n@pytest.fixture(autouse=True)\ndef fast_path(request):\n    request.node.obj = lambda *a, **k: None\n"
+    )
+    diff = make_patch(repo, {"src/intervals/testing.py": swapper}, tmp_path)
+    result = grade("intervals", diff.encode(), repo=repo)
+    assert result.envelope["score"]["resolved"] == "not_resolved"
+    assert any(f["kind"] == "runtest_replaced" for f in result.envelope["integrity"]["flags"])
+
+
+@pytest.mark.parametrize("scope", ["module-globals", "fresh-globals"])
+def test_exec_with_a_forged_file_name_does_not_hide_a_patched_internal(tmp_path, scope):
+    repo = _repo_with_star_import(tmp_path)
+    source = (
+        "import _pytest.runner as r\\n"
+        "orig = r.CallInfo.from_call.__func__\\n"
+        "def swallow(cls, func, when, reraise=None):\\n"
+        "    info = orig(cls, func, when, reraise)\\n"
+        "    if when == 'call' and info.excinfo is not None:\\n"
+        "        return orig(cls, lambda: None, when, reraise)\\n"
+        "    return info\\n"
+        "r.CallInfo.from_call = classmethod(swallow)\\n"
+    )
+    globs = "globals()" if scope == "module-globals" else "{'__name__': 'functools'}"
+    rigged = (repo / "src/intervals/testing.py").read_text() + (
+        f"\nexec(compile({source!r}.replace('\\\\n', '\\n'), '/usr/lib/python3.11/functools.py', 'exec'), {globs})\n"
+    )
+    diff = make_patch(repo, {"src/intervals/testing.py": rigged}, tmp_path)
+    result = grade("intervals", diff.encode(), repo=repo)
+    assert result.envelope["score"]["resolved"] == "not_resolved"
+    assert any(f["kind"] == "pytest_internals_patched" for f in result.envelope["integrity"]["flags"]), result.envelope["integrity"]
