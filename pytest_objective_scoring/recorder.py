@@ -118,6 +118,11 @@ def _origin(obj):
     return UNKNOWN
 
 
+def _function(obj):
+    # type: (Any) -> Any
+    return getattr(obj, "__func__", obj)
+
+
 def _suspect(obj, root):
     # type: (Any, Optional[str]) -> bool
     origin = _origin(obj)
@@ -148,7 +153,8 @@ def flag_report(report, call, item=None, root=None, objects=None):
             flags["runtest_replaced"] = True
         if objects is not None and item.nodeid in objects:
             obj = getattr(item, "obj", None)
-            if obj is not objects[item.nodeid] and _suspect(obj, root):
+            # compare functions, not bound methods: pytest binds a fresh instance for each test
+            if _function(obj) is not _function(objects[item.nodeid]) and _suspect(obj, root):
                 flags["runtest_replaced"] = True  # the test function itself was swapped after collection
     if flags:
         report.__dict__[FLAGS_KEY] = flags
