@@ -107,7 +107,7 @@ def fold(facts: Iterable[Fact]) -> str:
 
 # One phase as kept per test: a tuple of atomic values, which the garbage collector stops
 # tracking, so a run of tens of thousands of tests adds one tracked object per test, not six.
-Phase = tuple  # (when, outcome, xfail, strict_xpass, raised_but_passed, runtest_replaced)
+Phase = tuple[str, str, bool, bool, bool, bool]  # when, outcome, xfail, strict_xpass, raised, swapped
 _PHASE_KEYS: Final = ("when", "outcome", "xfail", "strict_xpass", "raised_but_passed", "runtest_replaced")
 
 

@@ -199,6 +199,8 @@ def foreign_modules(original, limit=20):
     found = {}  # type: Dict[str, str]
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
+        if not isinstance(path, str):
+            continue
         if not _inside(path, root) or _inside(path, copy) or any(_inside(path, env) for env in environments):
             continue
         parts = os.path.realpath(path).split(os.sep)
@@ -225,9 +227,9 @@ def hook_files(pluginmanager, root):
             except Exception:
                 continue
             if path == UNKNOWN:
-                if _inside(plugin_file, root):
+                if isinstance(plugin_file, str) and _inside(plugin_file, root):
                     files.add(UNKNOWN + " in " + os.path.relpath(os.path.realpath(plugin_file), root).replace(os.sep, "/"))
-            elif _inside(path, root):
+            elif path is not None and _inside(path, root):
                 files.add(os.path.relpath(os.path.realpath(path), root).replace(os.sep, "/"))
     return sorted(files)
 
