@@ -1,0 +1,194 @@
+"""The append-only, hash-chained ledger (spec section 9), in SQLite.
+
+Every entry is one row: a sequence number, a kind (``score``, ``cost``, ...), the
+UTC time it was written, its body as canonical JSON, and a sha256 chained to the
+previous row's. The database itself refuses updates and deletes (triggers), and
+:func:`verify` recomputes the chain to name any row that was edited, removed or
+reordered behind its back. Writers serialise on ``BEGIN IMMEDIATE``, so several
+processes can append at once without losing, duplicating or forking a row; a
+writer killed mid-transaction leaves nothing half-written (SQLite's journal).
+
+This module never imports pytest.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Iterator, Mapping
+
+__all__ = ["GENESIS", "Entry", "Ledger", "LedgerError", "Verification", "canonical", "verify"]
+
+GENESIS: Final = "0" * 64
+SCHEMA_VERSION: Final = 1
+BUSY_TIMEOUT_S: Final = 60.0
+
+MIGRATIONS: Final[Mapping[int, tuple[str, ...]]] = {
+    1: (
+        "CREATE TABLE entries ("
+        " seq INTEGER PRIMARY KEY,"
+        " kind TEXT NOT NULL,"
+        " created TEXT NOT NULL,"
+        " body TEXT NOT NULL,"
+        " prev_hash TEXT NOT NULL,"
+        " hash TEXT NOT NULL UNIQUE)",
+        "CREATE INDEX entries_kind ON entries (kind)",
+        "CREATE TRIGGER entries_no_update BEFORE UPDATE ON entries"
+        " BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: a row cannot be updated'); END",
+        "CREATE TRIGGER entries_no_delete BEFORE DELETE ON entries"
+        " BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: a row cannot be deleted'); END",
+    ),
+}
+TRIGGERS: Final = ("entries_no_update", "entries_no_delete")
+
+
+class LedgerError(RuntimeError):
+    """The ledger cannot be opened or written as asked."""
+
+
+def canonical(value: Any) -> str:
+    """The one JSON spelling of a value: sorted keys, no spaces, UTF-8."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def entry_hash(seq: int, kind: str, created: str, body: str, prev_hash: str) -> str:
+    payload = "\n".join((str(seq), kind, created, prev_hash, body))
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Entry:
+    seq: int
+    kind: str
+    created: str
+    body: str
+    prev_hash: str
+    hash: str
+
+    @property
+    def data(self) -> Any:
+        return json.loads(self.body)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"seq": self.seq, "kind": self.kind, "created": self.created, "body": self.data,
+                "prev_hash": self.prev_hash, "hash": self.hash}  # fmt: skip
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    return conn
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        current = int(row[0]) if row else 0
+        if current > SCHEMA_VERSION:
+            raise LedgerError(f"the ledger has schema version {current}; this version of the package knows up to {SCHEMA_VERSION}")
+        for version in range(current + 1, SCHEMA_VERSION + 1):
+            for statement in MIGRATIONS[version]:
+                conn.execute(statement)
+            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(version),))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+class Ledger:
+    """An open ledger file; safe to use from several processes at once."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.conn = _connect(self.path)
+            _migrate(self.conn)
+        except sqlite3.DatabaseError as exc:
+            raise LedgerError(f"{self.path}: not a ledger ({exc})") from None
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def append(self, kind: str, body: Any) -> Entry:
+        """Write one entry at the end of the chain, atomically."""
+        text = canonical(body)
+        created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+        self.conn.execute("BEGIN IMMEDIATE")  # one writer at a time: the chain cannot fork
+        try:
+            last = self.conn.execute("SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1").fetchone()
+            seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS)
+            digest = entry_hash(seq, kind, created, text, prev)
+            self.conn.execute(
+                "INSERT INTO entries (seq, kind, created, body, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?)",
+                (seq, kind, created, text, prev, digest),
+            )
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        return Entry(seq, kind, created, text, prev, digest)
+
+    def entries(self, kind: str | None = None) -> Iterator[Entry]:
+        query = "SELECT seq, kind, created, body, prev_hash, hash FROM entries"
+        rows = self.conn.execute(query + (" WHERE kind = ? ORDER BY seq" if kind else " ORDER BY seq"),
+                                 (kind,) if kind else ())  # fmt: skip
+        for row in rows:
+            yield Entry(*row)
+
+    def __len__(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
+
+
+@dataclass(frozen=True)
+class Verification:
+    rows: int
+    problems: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def verify(path: str | Path) -> Verification:
+    """Recompute the chain; name every row that was edited, removed or reordered."""
+    path = Path(path)
+    if not path.exists():
+        raise LedgerError(f"{path}: no such ledger")
+    conn = _connect(path)
+    try:
+        problems: list[str] = []
+        present = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+        for trigger in TRIGGERS:
+            if trigger not in present:
+                problems.append(f"the append-only trigger {trigger} was removed")
+        expected_seq, prev = 1, GENESIS
+        rows = 0
+        for seq, kind, created, body, prev_hash, digest in conn.execute(
+            "SELECT seq, kind, created, body, prev_hash, hash FROM entries ORDER BY seq"
+        ):
+            rows += 1
+            if seq != expected_seq:
+                problems.append(f"rows {expected_seq}..{seq - 1} are missing (removed)")
+            if prev_hash != prev:
+                problems.append(f"row {seq} does not follow the row before it (a row was removed or reordered)")
+            if entry_hash(seq, kind, created, body, prev_hash) != digest:
+                problems.append(f"row {seq} ({kind}) was edited: its content no longer matches its hash")
+            expected_seq, prev = seq + 1, digest
+        return Verification(rows, tuple(problems))
+    finally:
+        conn.close()
