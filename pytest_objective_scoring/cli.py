@@ -15,6 +15,8 @@ from typing import Any, Callable, Sequence
 
 from . import __version__, options
 
+DEFAULT_LEDGER = Path(".objective-scoring") / "ledger.sqlite"
+
 __all__ = ["main"]
 
 EXIT_BAD_INPUT = 2
@@ -108,6 +110,12 @@ def cmd_grade(args: argparse.Namespace) -> int:
     except BadInput as exc:
         raise CommandError(str(exc)) from None
     written = []
+    ledger_line = ""
+    if not args.no_ledger:
+        from .ledger import record_run
+
+        entries = record_run(args.ledger or DEFAULT_LEDGER, result.envelope, "runner")
+        ledger_line = f"ledger: entry {entries[0].seq} appended to {args.ledger or DEFAULT_LEDGER}"
     if args.out:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -121,6 +129,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
         _render_runner(writer, result.envelope)
         for path in written:
             writer.write_line(f"score written to: {path}")
+        if ledger_line:
+            writer.write_line(ledger_line)
     return result.exit_code
 
 
@@ -238,6 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--test-patch", metavar="FILE", help="The test patch (default: the instance's test_patch)")
     options.add_scoring_options(grade.add_argument, prefix="")
     _add_runner_options(grade)
+    options.add_ledger_options(grade.add_argument, prefix="")
     grade.add_argument("--out", metavar="FILE", help="Write the Score and its envelope as JSON to FILE")
     grade.add_argument("--json", action="store_true", help="Print the envelope as JSON instead of the summary")
     grade.set_defaults(handler=cmd_grade)
@@ -250,16 +261,95 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--timeout", metavar="S", type=options.positive_seconds, default=120.0, help="Per-grading timeout")
     demo.add_argument("--json", action="store_true", help="Print the results as JSON instead of a table")
     demo.set_defaults(handler=cmd_demo)
+    ledger = sub.add_parser("ledger", help="Verify, export or list the append-only ledger",
+                            description="The append-only, hash-chained ledger of graded runs.")  # fmt: skip
+    actions = ledger.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for name, handler, text in (
+        ("verify", cmd_ledger_verify, "Recompute the chain; name every edited, removed or reordered row (exit 1)"),
+        ("export", cmd_ledger_export, "Write every entry as JSONL"),
+        ("show", cmd_ledger_show, "List the graded runs as a table"),
+    ):
+        action = actions.add_parser(name, help=text, description=text)
+        action.add_argument("--ledger", metavar="PATH", default=None, help=f"The ledger (default: {DEFAULT_LEDGER})")
+        if name == "export":
+            action.add_argument("--out", metavar="FILE", help="Write to FILE instead of standard output")
+        else:
+            action.add_argument("--json", action="store_true", help="Print the result as JSON")
+        action.set_defaults(handler=handler)
     return parser
+
+
+def _ledger_path(args: argparse.Namespace) -> Path:
+    path = Path(args.ledger) if args.ledger else DEFAULT_LEDGER
+    if not path.exists():
+        raise CommandError(f"--ledger {path}: no such ledger")
+    return path
+
+
+def cmd_ledger_verify(args: argparse.Namespace) -> int:
+    from .ledger import verify
+
+    result = verify(_ledger_path(args))
+    if args.json:
+        print(json.dumps({"ledger": str(_ledger_path(args)), "rows": result.rows, "ok": result.ok,
+                          "problems": list(result.problems)}, indent=2))  # fmt: skip
+    else:
+        print(f"{_ledger_path(args)}: {result.rows} rows, " + ("chain intact" if result.ok else "TAMPERED"))
+        for problem in result.problems:
+            print(f"  {problem}")
+    return 0 if result.ok else 1
+
+
+def cmd_ledger_export(args: argparse.Namespace) -> int:
+    from .ledger import Ledger
+
+    with Ledger(_ledger_path(args)) as ledger:
+        lines = [json.dumps(entry.to_dict(), ensure_ascii=False) for entry in ledger.entries()]
+    text = "".join(line + "\n" for line in lines)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_ledger_show(args: argparse.Namespace) -> int:
+    from .ledger import Ledger
+
+    rows = []
+    with Ledger(_ledger_path(args)) as ledger:
+        for entry in ledger.entries("score"):
+            data = entry.data
+            score = data.get("score") or {}
+            rows.append({"seq": entry.seq, "created": entry.created, "source": data.get("source"),
+                         "instance_id": data.get("instance_id"), "resolved": score.get("resolved", data.get("status")),
+                         "failure_class": data.get("failure_class"), "patch_ref": data.get("patch_ref")})  # fmt: skip
+    if args.json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"graded runs in {_ledger_path(args)}")
+    for column in ("seq", "created", "source", "instance", "resolved", "failure class", "patch"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(str(row["seq"]), row["created"], str(row["source"]), str(row["instance_id"]),
+                      str(row["resolved"]), str(row["failure_class"] or "-"), str(row["patch_ref"])[:23])  # fmt: skip
+    console = Console() if Console().is_terminal else Console(width=140)
+    console.print(table)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
+    from .ledger import LedgerError
+
     try:
         return handler(args)
-    except CommandError as exc:
+    except (CommandError, LedgerError) as exc:
         print(f"objective-score {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

@@ -192,3 +192,41 @@ def verify(path: str | Path) -> Verification:
         return Verification(rows, tuple(problems))
     finally:
         conn.close()
+
+
+DEFAULT_LEDGER: Final = Path(".objective-scoring") / "ledger.sqlite"
+
+
+def score_entry(envelope: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """What the ledger keeps of a graded run: the Score and every listed test's outcome."""
+    runner = envelope.get("runner") or {}
+    return {
+        "source": source,
+        "instance_id": envelope.get("instance_id"),
+        "status": envelope.get("status"),
+        "no_verdict_reason": envelope.get("no_verdict_reason"),
+        "score": envelope.get("score"),
+        "failure_class": runner.get("failure_class"),
+        "patch_ref": (envelope.get("score") or {}).get("patch_ref") or envelope.get("patch_ref"),
+        "compat": envelope.get("compat"),
+        "tests": [
+            {key: test.get(key) for key in ("id", "gate", "outcome", "status", "duration")}
+            for test in envelope.get("tests", [])
+        ],
+        "integrity": (envelope.get("integrity") or {}).get("flags", []),
+    }
+
+
+def record_run(path: str | Path, envelope: Mapping[str, Any], source: str) -> list[Entry]:
+    """Append a graded run (its score entry, and its cost entry when measured)."""
+    with Ledger(path) as ledger:
+        entries = [ledger.append("score", score_entry(envelope, source))]
+        cost = envelope.get("cost")
+        if cost:
+            entries.append(ledger.append("cost", {
+                "instance_id": envelope.get("instance_id"),
+                "patch_ref": entries[0].data["patch_ref"],
+                "score_seq": entries[0].seq,
+                **cost,
+            }))  # fmt: skip
+        return entries

@@ -38,6 +38,8 @@ HELP_COMPAT: Final = (
 HELP_PATCH_REF: Final = "Name the candidate under test in the Score (default: a sha256 of the working tree's diff)"
 HELP_GATE: Final = "Set pytest's exit status from the verdict: 0 resolved, 1 not resolved, 3 no verdict"
 HELP_SELECT: Final = "Run only the tests the instance lists; deselect every other collected test"
+HELP_LEDGER: Final = "Append the Score and its per-test outcomes to this ledger (default: .objective-scoring/ledger.sqlite)"
+HELP_NO_LEDGER: Final = "Do not write the ledger"
 
 
 def compat_type(value: str) -> str:
@@ -78,6 +80,14 @@ def add_plugin_options(group: Any) -> None:
     group.addoption("--objective-score-out", dest="objective_score_out", metavar="FILE", default=None, help=HELP_OUT)
     group.addoption("--objective-gate", dest="objective_gate", action="store_true", default=None, help=HELP_GATE)
     group.addoption("--objective-select", dest="objective_select", action="store_true", default=None, help=HELP_SELECT)
+    add_ledger_options(group.addoption, "objective-")
+
+
+def add_ledger_options(addoption: AddOption, prefix: str = "objective-") -> None:
+    """Where graded runs are recorded (plugin and ``objective-score``)."""
+    dest = prefix.replace("-", "_")
+    addoption(f"--{prefix}ledger", dest=f"{dest}ledger", metavar="PATH", default=None, help=HELP_LEDGER)
+    addoption(f"--{prefix}no-ledger", dest=f"{dest}no_ledger", action="store_true", default=False, help=HELP_NO_LEDGER)
 
 
 def add_plugin_ini(parser: Any) -> None:
@@ -87,6 +97,7 @@ def add_plugin_ini(parser: Any) -> None:
     parser.addini("objective_compat", HELP_COMPAT, default=None)
     parser.addini("objective_gate", HELP_GATE, type="bool", default=False)
     parser.addini("objective_select", HELP_SELECT, type="bool", default=False)
+    parser.addini("objective_ledger", HELP_LEDGER, default=None)
 
 
 @dataclass(frozen=True)
@@ -100,6 +111,7 @@ class Settings:
     patch_ref: str | None
     gate: bool
     select: bool
+    ledger: Path | None = None
 
     @property
     def enabled(self) -> bool:
@@ -129,6 +141,11 @@ def resolve_settings(config: Any, usage_error: type[Exception]) -> Settings:
         raise usage_error(f"objective_compat {compat!r} (from {source}) is not one of {', '.join(COMPAT_MODES)}")
     gate, _ = pick("objective_gate", "objective_gate")
     select, _ = pick("objective_select", "objective_select")
+    ledger, ledger_source = pick("objective_ledger", "objective_ledger")
+    if config.getoption("objective_no_ledger"):
+        ledger_path = None
+    else:
+        ledger_path = _path(config, ledger, ledger_source) or (Path(config.rootpath) / ".objective-scoring" / "ledger.sqlite")
     return Settings(
         instance=_path(config, instance, instance_source),
         instance_id=instance_id or None,
@@ -137,6 +154,7 @@ def resolve_settings(config: Any, usage_error: type[Exception]) -> Settings:
         patch_ref=config.getoption("objective_patch_ref"),
         gate=bool(gate),
         select=bool(select),
+        ledger=ledger_path,
     )
 
 

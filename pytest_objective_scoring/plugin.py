@@ -198,6 +198,7 @@ class ScoringSession:
         self.session: pytest.Session | None = None
         self.envelope: dict[str, Any] | None = None
         self.written: list[str] = []
+        self.ledger_line = ""
 
     def pytest_report_header(self, config: pytest.Config) -> str:
         i = self.instance
@@ -308,6 +309,8 @@ class ScoringSession:
 
                 os.makedirs(self.settings.out.parent, exist_ok=True)
                 self.settings.out.write_text(dumps(envelope), encoding="utf-8")
+            if self.settings.ledger is not None:
+                self.ledger_line = _record(self.settings.ledger, envelope)
         finally:
             if collecting:
                 gc.enable()
@@ -335,6 +338,21 @@ class ScoringSession:
         from .render import render_envelope
 
         render_envelope(terminalreporter, self.envelope, self.written)
+        if self.ledger_line:
+            terminalreporter.write_line(self.ledger_line, red=self.ledger_line.startswith("ledger: NOT"))
+
+
+def _record(path: Path, envelope: dict[str, Any]) -> str:
+    """Append the run to the ledger; a ledger that cannot be written is said, never fatal to the run."""
+    import sqlite3
+
+    from .ledger import LedgerError, record_run
+
+    try:
+        entries = record_run(path, envelope, "plugin")
+    except (LedgerError, sqlite3.Error, OSError) as exc:
+        return f"ledger: NOT written to {path}: {exc}"
+    return f"ledger: entry {entries[0].seq} appended to {path}"
 
 
 def _timeout_of(config: pytest.Config) -> float | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import sqlite3
 import subprocess
@@ -137,3 +138,67 @@ def test_a_newer_schema_is_refused(tmp_path):
     conn.close()
     with pytest.raises(LedgerError, match="schema version 99"):
         Ledger(path)
+
+
+# ---------------------------------------------------------------- recording graded runs
+
+
+def test_grade_appends_score_and_cost_and_the_cli_reads_them(tmp_path):
+    from .conftest import FIXTURES
+    from .runner_helpers import run_cli
+
+    ledger = tmp_path / "runs.sqlite"
+    common = ["--repo", str(FIXTURES / "repos" / "intervals"), "--instance", str(FIXTURES / "instances" / "intervals.json"),
+              "--ledger", str(ledger)]  # fmt: skip
+    gold = run_cli("grade", *common, "--patch", str(FIXTURES / "patches" / "intervals" / "gold.diff"))
+    assert gold.returncode == 0 and f"ledger: entry 1 appended to {ledger}" in gold.stdout
+    run_cli("grade", *common, "--patch", str(FIXTURES / "patches" / "intervals" / "break_p2p.diff"))
+    with Ledger(ledger) as opened:
+        scores = [e.data for e in opened.entries("score")]
+        costs = [e.data for e in opened.entries("cost")]
+    assert [s["score"]["resolved"] for s in scores] == ["resolved", "not_resolved"]
+    assert [s["failure_class"] for s in scores] == ["none", "solver"]
+    assert len(scores[0]["tests"]) == 13 and {t["status"] for t in scores[0]["tests"]} == {"passed", "preserved"}
+    assert costs[0]["cpu"] > 0 and costs[0]["score_seq"] == 1
+    shown = run_cli("ledger", "show", "--ledger", str(ledger), "--json")
+    assert [row["resolved"] for row in json.loads(shown.stdout)] == ["resolved", "not_resolved"]
+    table = run_cli("ledger", "show", "--ledger", str(ledger))
+    assert "fixtures__intervals-1" in table.stdout and "not_resolved" in table.stdout
+    verified = run_cli("ledger", "verify", "--ledger", str(ledger), "--json")
+    assert verified.returncode == 0 and json.loads(verified.stdout) == {"ledger": str(ledger), "rows": 4, "ok": True,
+                                                                       "problems": []}  # fmt: skip
+    exported = run_cli("ledger", "export", "--ledger", str(ledger))
+    assert [json.loads(line)["kind"] for line in exported.stdout.splitlines()] == ["score", "cost", "score", "cost"]
+    _tamper(ledger, "UPDATE entries SET body = '{}' WHERE seq = 3")
+    broken = run_cli("ledger", "verify", "--ledger", str(ledger))
+    assert broken.returncode == 1 and "row 3 (score) was edited" in broken.stdout
+
+
+def test_no_ledger_and_missing_ledger(tmp_path):
+    from .conftest import FIXTURES
+    from .runner_helpers import run_cli
+
+    result = run_cli("grade", "--repo", str(FIXTURES / "repos" / "intervals"), "--instance",
+                     str(FIXTURES / "instances" / "intervals.json"), "--patch",
+                     str(FIXTURES / "patches" / "intervals" / "gold.diff"), "--no-ledger", cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0 and "ledger:" not in result.stdout
+    assert not (tmp_path / ".objective-scoring").exists()
+    missing = run_cli("ledger", "verify", "--ledger", str(tmp_path / "nope.sqlite"))
+    assert missing.returncode == 2 and "no such ledger" in missing.stderr
+
+
+def test_the_plugin_records_to_the_rootdir_ledger(pytester):
+    pytester.makepyfile(test_a="def test_a():\n    pass\n")
+    (pytester.path / "i.json").write_text(json.dumps({"instance_id": "p-1", "FAIL_TO_PASS": ["test_a.py::test_a"],
+                                                      "PASS_TO_PASS": []}))  # fmt: skip
+    result = pytester.runpytest_subprocess("--objective-score=i.json")
+    result.stdout.fnmatch_lines(["ledger: entry 1 appended to *.objective-scoring*ledger.sqlite"])
+    with Ledger(pytester.path / ".objective-scoring" / "ledger.sqlite") as ledger:
+        (entry,) = ledger.entries("score")
+    assert entry.data["source"] == "plugin" and entry.data["score"]["resolved"] == "resolved"
+    custom = pytester.path / "elsewhere.sqlite"
+    pytester.runpytest_subprocess("--objective-score=i.json", f"--objective-ledger={custom}")
+    assert verify(custom).rows == 1
+    quiet = pytester.runpytest_subprocess("--objective-score=i.json", "--objective-no-ledger")
+    assert "ledger:" not in quiet.stdout.str()
+    assert verify(pytester.path / ".objective-scoring" / "ledger.sqlite").rows == 1
