@@ -225,12 +225,28 @@ class TestRecord:
 class Collector:
     """Accumulates the phases of each test id in arrival order (the order of the run's log).
 
+    A test whose phases are all ordinary passes is kept as a plain tuple (which the
+    garbage collector stops tracking), not as an object: a run of tens of thousands
+    of tests then adds almost nothing to every collection pytest's own objects go
+    through. Anything else is kept as a :class:`TestRecord`. :attr:`records` is the
+    view of both, in arrival order.
+
     A report with outcome ``rerun`` (pytest-rerunfailures) discards the attempt
     so far: only the final attempt counts.
     """
 
     def __init__(self) -> None:
-        self.records: dict[str, TestRecord] = {}
+        self._entries: dict[str, Any] = {}  # nodeid -> TestRecord, or (plain phases, duration)
+        self._view: dict[str, TestRecord] | None = None
+
+    @property
+    def records(self) -> dict[str, TestRecord]:
+        if self._view is None:
+            view = {}
+            for nodeid, entry in self._entries.items():
+                view[nodeid] = entry if type(entry) is not tuple else _from_plain(nodeid, entry)
+            self._view = view
+        return self._view
 
     def add(self, fact: Fact) -> None:
         self.add_phase(
@@ -239,11 +255,18 @@ class Collector:
             float(fact.get("duration", 0.0) or 0.0), str(fact.get("message") or ""),
         )  # fmt: skip
 
+    def _record(self, nodeid: str) -> TestRecord:
+        entry = self._entries.get(nodeid)
+        if type(entry) is tuple:
+            entry = self._entries[nodeid] = _from_plain(nodeid, entry)
+        elif entry is None:
+            entry = self._entries[nodeid] = TestRecord(nodeid)
+        return entry
+
     def add_phase(self, nodeid: str, when: str, outcome: str, xfail: bool, strict_xpass: bool, raised: bool,
                   swapped: bool, duration: float, message: str) -> None:  # fmt: skip
-        record = self.records.get(nodeid)
-        if record is None:
-            record = self.records[nodeid] = TestRecord(nodeid)
+        self._view = None
+        record = self._record(nodeid)
         if outcome == "rerun":
             record.clear()
             return
@@ -253,17 +276,23 @@ class Collector:
 
     def add_plain_pass(self, nodeid: str, when: str, duration: float) -> None:
         """The common case, kept cheap: an ordinary phase that passed."""
-        record = self.records.get(nodeid)
-        if record is None:
-            record = self.records[nodeid] = TestRecord(nodeid)
-        elif when == "setup" and record._phases and record.final:
-            record.start_again()
+        entry = self._entries.get(nodeid)
         phase = _PLAIN.get(when)
-        if phase is None:
-            phase = (when, "passed", False, False, False, False)
-        record._phases.append(phase)
-        record.duration_sum += duration
-        record._folded = None
+        if phase is not None and (entry is None or (type(entry) is tuple and not (when == "setup" and entry[0]))):
+            self._view = None
+            if entry is None:
+                self._entries[nodeid] = ((phase,), duration)
+            else:
+                self._entries[nodeid] = (entry[0] + (phase,), entry[1] + duration)
+            return
+        self.add_phase(nodeid, when, "passed", False, False, False, False, duration, "")
 
     def outcomes(self) -> dict[str, str]:
         return {nodeid: record.outcome for nodeid, record in self.records.items() if record.ran}
+
+
+def _from_plain(nodeid: str, entry: tuple[tuple[Phase, ...], float]) -> TestRecord:
+    record = TestRecord(nodeid)
+    record._phases = list(entry[0])
+    record.duration_sum = entry[1]
+    return record
