@@ -66,12 +66,13 @@ def _read_patch(value: str) -> bytes:
         raise CommandError(f"--patch {value}: {exc.strerror}") from None
 
 
-def _add_runner_options(parser: argparse.ArgumentParser) -> None:
+def _add_runner_options(parser: argparse.ArgumentParser, keep: bool = True) -> None:
     parser.add_argument("--python", metavar="PATH", default=sys.executable,
                         help="Interpreter of the environment under test (default: this one)")  # fmt: skip
     parser.add_argument("--timeout", metavar="S", type=options.positive_seconds, default=1800.0,
                         help="Kill the test run's whole process group after S seconds (default: 1800)")  # fmt: skip
-    parser.add_argument("--keep", action="store_true", help="Keep the workspace (its path is in the envelope)")
+    if keep:
+        parser.add_argument("--keep", action="store_true", help="Keep the workspace (its path is in the envelope)")
     parser.add_argument("--allow-network", action="store_true",
                         help="Let the tests reach the network (default: unshared where the machine allows)")  # fmt: skip
 
@@ -93,7 +94,18 @@ def cmd_grade(args: argparse.Namespace) -> int:
             test_patch = Path(args.test_patch).read_bytes().decode("utf-8", "surrogateescape")
         except OSError as exc:
             raise CommandError(f"--test-patch {args.test_patch}: {exc}") from None
+    harness_cost = None
+    if args.cost:
+        from .cost_ledger import CostError, load_harness_cost
+
+        try:
+            harness_cost = load_harness_cost(args.cost)
+        except CostError as exc:
+            raise CommandError(f"--cost {exc}") from None
     request = GradeRequest(
+        harness_cost=harness_cost,
+        harness=args.harness,
+        compute_rate=_rate(args),
         repo=Path(args.repo).resolve(),
         instance=instance,
         patch=_read_patch(args.patch),
@@ -134,6 +146,12 @@ def cmd_grade(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
+def _rate(args: argparse.Namespace) -> float:
+    from .cost_ledger import DEFAULT_COMPUTE_RATE
+
+    return DEFAULT_COMPUTE_RATE if args.compute_rate is None else args.compute_rate
+
+
 def _render_runner(writer: Any, envelope: dict[str, Any]) -> None:
     runner = envelope.get("runner", {})
     apply = runner.get("apply") or {}
@@ -142,6 +160,16 @@ def _render_runner(writer: Any, envelope: dict[str, Any]) -> None:
         for dropped in apply.get("dropped", []):
             writer.write_line(f"  not applied (protected): {dropped['path']} - {dropped['reason']}")
     writer.write_line(f"failure class: {runner.get('failure_class')}")
+    cost, breakdown = envelope.get("cost"), envelope.get("cost_breakdown") or {}
+    if cost:
+        model = breakdown.get("model_dollars")
+        writer.write_line(
+            f"cost: {cost['cpu']:.2f} CPU-s, {cost['wall_time']:.2f} s wall, ${cost['dollars']:.6f} "
+            f"(compute ${breakdown.get('compute_dollars', 0):.6f}; model "
+            + (f"${model:.6f}" if model is not None else "not reported")
+            + f"; tokens {cost['tokens'] if cost['tokens'] is not None else 'not reported'}"
+            + f"; calls {cost['calls'] if cost['calls'] is not None else 'not reported'})"
+        )
     if runner.get("failure_detail"):
         writer.write_line(f"detail: {runner['failure_detail']}")
 
@@ -249,6 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     options.add_scoring_options(grade.add_argument, prefix="")
     _add_runner_options(grade)
     options.add_ledger_options(grade.add_argument, prefix="")
+    options.add_cost_options(grade.add_argument, prefix="")
     grade.add_argument("--out", metavar="FILE", help="Write the Score and its envelope as JSON to FILE")
     grade.add_argument("--json", action="store_true", help="Print the envelope as JSON instead of the summary")
     grade.set_defaults(handler=cmd_grade)
@@ -276,6 +305,32 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             action.add_argument("--json", action="store_true", help="Print the result as JSON")
         action.set_defaults(handler=handler)
+    gb = sub.add_parser("grade-batch", help="Grade a predictions file against a dataset, in parallel or on a cluster",
+                        description="Grade every prediction of a SWE-bench predictions file, writing each result "
+                        "to the ledger as it arrives.",
+                        epilog=BATCH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    gb.add_argument("--dataset", required=True, metavar="FILE", help="The instances (JSON array or JSONL)")
+    gb.add_argument("--predictions", required=True, metavar="FILE", help="The predictions (JSONL, JSON list or object)")
+    gb.add_argument("--repos", required=True, metavar="DIR", help="Where repositories are checked out: DIR/owner/name")
+    gb.add_argument("--workers", type=int, default=1, metavar="N", help="Gradings at once on this machine (default: 1)")
+    gb.add_argument("--scheduler", metavar="ADDRESS", help="Run the gradings on this Dask scheduler (tcp://host:8786)")
+    gb.add_argument("--report", metavar="FILE", help="Write a JSON report with one entry per prediction")
+    gb.add_argument("--retry-infra", action="store_true", help="Grade again predictions whose recorded grading was an infrastructure failure")
+    options.add_compat_option(gb.add_argument, prefix="")
+    _add_runner_options(gb, keep=False)
+    gb.add_argument("--ledger", metavar="PATH", default=None, help=f"The ledger (default: {DEFAULT_LEDGER})")
+    options.add_cost_options(gb.add_argument, prefix="", cost_file=False)
+    gb.add_argument("--json", action="store_true", help="Print the report as JSON instead of the table")
+    gb.set_defaults(handler=cmd_grade_batch)
+
+    costs = sub.add_parser("costs", help="Resolve rate against cost per harness, ranked, with the Pareto front",
+                           description="Per harness or model: resolve rate, resolves per dollar, per 1,000 tokens, "
+                           "per wall-clock hour and per CPU-second, ranked by cost-resolve Pareto layer.",
+                           epilog=COSTS_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    costs.add_argument("--ledger", metavar="PATH", default=None, help=f"The ledger (default: {DEFAULT_LEDGER})")
+    costs.add_argument("--harness", metavar="NAME", action="append", help="Only this harness (repeatable)")
+    costs.add_argument("--json", action="store_true", help="Print the report as JSON")
+    costs.set_defaults(handler=cmd_costs)
     return parser
 
 
@@ -339,6 +394,222 @@ def cmd_ledger_show(args: argparse.Namespace) -> int:
     console = Console() if Console().is_terminal else Console(width=140)
     console.print(table)
     return 0
+
+
+BATCH_EPILOG = """\
+examples:
+  objective-score grade-batch --dataset swe-bench-lite.jsonl --predictions preds.jsonl --repos ~/checkouts --workers 4
+  objective-score grade-batch --dataset data.jsonl --predictions preds.json --repos /shared/repos \
+      --scheduler tcp://scheduler:8786 --report run-report.json
+
+Predictions: JSONL, a JSON list, or a JSON object keyed by instance id (SWE-agent's
+preds.json), each with instance_id, model_name_or_path and model_patch; cost fields
+(tokens, calls, dollars, or a cost object, or SWE-agent's model_stats) are recorded
+in the cost ledger. model_name_or_path "gold" with no model_patch grades the
+dataset's own patch. Each instance's repository is looked up as DIR/owner/name,
+then DIR/owner__name, then DIR/name, for repo = owner/name.
+
+Every result is written to the ledger as it arrives. A prediction already graded
+(same instance content, model, patch, compat mode and interpreter) is read from the
+ledger instead of graded again, so an interrupted batch resumes where it stopped;
+--retry-infra grades infrastructure failures again. With --scheduler, gradings run
+on a Dask cluster whose workers see the repositories at the same paths and have
+this package installed; only this process writes the ledger.
+
+Exit status: 0 every prediction has a verdict (resolved or not), 2 bad input,
+3 some grading was an infrastructure failure, 130 interrupted.
+"""
+
+COSTS_EPILOG = """\
+Runs are read from the ledger: every score entry joined to its cost entry. A
+candidate graded again (same harness, instance and patch) counts once, the
+latest grading standing. Infrastructure failures (setup, verifier) are never the
+candidate's: they are left out of the resolve rate and the ratios, and counted
+apart. Ranking: harnesses are peeled into Pareto layers over (resolve rate up,
+dollars per run down); layer 1 is the cost-resolve front. Within a layer the
+higher resolve rate ranks first, then the cheaper. An equal resolve rate at a
+higher cost is dominated, so it is never ranked equal; only harnesses equal on
+both axes share a rank. A ratio is shown as '-' when its denominator is unknown
+(the harness did not report tokens) or zero.
+"""
+
+
+def cmd_grade_batch(args: argparse.Namespace) -> int:
+    from . import batch
+    from .instances import InstanceError, load_instances
+    from .ledger import Ledger
+    from .runner import BadInput, resolve_python
+
+    try:
+        instances = load_instances(args.dataset)
+        predictions = batch.load_predictions(args.predictions)
+        python = resolve_python(args.python)
+        settings = {"python": python, "timeout": args.timeout, "compat": args.compat or "strict",
+                    "compute_rate": _rate(args), "network": args.allow_network}  # fmt: skip
+        repos = Path(args.repos)
+        if not repos.is_dir():
+            raise CommandError(f"--repos {repos}: not a directory")
+        jobs = batch.plan_jobs(instances, predictions, repos.resolve(), settings)
+    except (InstanceError, batch.BatchError, BadInput) as exc:
+        raise CommandError(str(exc)) from None
+    if args.workers < 1:
+        raise CommandError(f"--workers {args.workers}: expected at least 1")
+    ledger_path = Path(args.ledger) if args.ledger else DEFAULT_LEDGER
+    rows: dict[str, dict[str, Any]] = {}
+    with Ledger(ledger_path) as ledger:
+        done = batch.recorded_jobs(ledger)
+        todo = []
+        for job in jobs:
+            recorded = done.get(job.key)
+            if recorded is not None and not (args.retry_infra and recorded.get("outcome") == "infrastructure_failure"):
+                rows[job.key] = batch.result_row(job, None, recorded, recorded["seq"])
+            else:
+                todo.append(job)
+        progress = _BatchProgress(len(jobs), len(jobs) - len(todo), quiet=args.json)
+
+        def on_result(job: Any, envelope: dict[str, Any]) -> None:
+            seq = batch.record_result(ledger, envelope)
+            rows[job.key] = batch.result_row(job, envelope, None, seq)
+            progress.advance(job, rows[job.key])
+
+        try:
+            with progress:
+                if args.scheduler:
+                    batch.run_cluster(todo, settings, args.scheduler, on_result)
+                else:
+                    batch.run_local(todo, settings, args.workers, on_result)
+        except KeyboardInterrupt:
+            print(f"objective-score grade-batch: interrupted; {len(rows)} of {len(jobs)} results are in {ledger_path}; "
+                  "run the same command again to resume", file=sys.stderr)  # fmt: skip
+            return 130
+        except batch.BatchError as exc:
+            raise CommandError(str(exc)) from None
+        ordered = [rows[job.key] for job in jobs]
+        summary = batch.summarize(ordered)
+        if todo:
+            ledger.append("batch", {
+                "dataset": str(args.dataset), "predictions": str(args.predictions), "jobs": len(jobs),
+                "graded": len(todo), "resumed": len(jobs) - len(todo), "summary": summary,
+                "scheduler": args.scheduler, "workers": None if args.scheduler else args.workers,
+            })  # fmt: skip
+    report = {"dataset": str(args.dataset), "predictions": str(args.predictions), "ledger": str(ledger_path),
+              "summary": summary, "results": ordered}  # fmt: skip
+    if args.report:
+        Path(args.report).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.report).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    if args.json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        _batch_table(summary, ledger_path, args.report)
+    return 3 if any(row["failure_class"] == "infrastructure_failure" for row in ordered) else 0
+
+
+class _BatchProgress:
+    """A rich progress bar on a terminal; one plain line per result otherwise (logs, CI)."""
+
+    def __init__(self, total: int, resumed: int, quiet: bool) -> None:
+        from rich.console import Console
+
+        self.total, self.resumed, self.quiet = total, resumed, quiet
+        self.console = Console(stderr=True)
+        self.count = resumed
+        self.bar: Any = None
+
+    def __enter__(self) -> _BatchProgress:
+        if self.resumed:
+            self.console.print(f"resuming: {self.resumed} of {self.total} prediction(s) already graded in the ledger")
+        if self.console.is_terminal and not self.quiet:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                TextColumn("{task.description}"), console=self.console)  # fmt: skip
+            self.bar.start()
+            self.task = self.bar.add_task("", total=self.total, completed=self.resumed)
+        return self
+
+    def advance(self, job: Any, row: dict[str, Any]) -> None:
+        self.count += 1
+        text = f"{job.instance.instance_id} {job.prediction.model}: {row['failure_class']}"
+        if self.bar is not None:
+            self.bar.update(self.task, advance=1, description=text)
+        else:
+            print(f"[{self.count}/{self.total}] {text}", file=sys.stderr, flush=True)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _batch_table(summary: dict[str, dict[str, int]], ledger: Path, report: str | None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="grade-batch: predictions per model and failure class")
+    for column in ("model", "predictions", "resolved", "not resolved", "did not apply", "infra failure", "from ledger"):
+        table.add_column(column, overflow="fold")
+    for model, c in summary.items():
+        table.add_row(model, str(c["predictions"]), str(c["resolved"]), str(c["not_resolved"]),
+                      str(c["patch_did_not_apply"]), str(c["infrastructure_failure"]), str(c["resumed"]))  # fmt: skip
+    console = Console() if Console().is_terminal else Console(width=140)
+    console.print(table)
+    console.print(f"ledger: {ledger}" + (f"; report: {report}" if report else ""))
+
+
+def cmd_costs(args: argparse.Namespace) -> int:
+    from .cost_ledger import runs_from_entries, summarize
+    from .ledger import Ledger
+
+    path = _ledger_path(args)
+    with Ledger(path) as ledger:
+        scores = [{"seq": e.seq, "body": e.data} for e in ledger.entries("score")]
+        costs = [{"seq": e.seq, "body": e.data} for e in ledger.entries("cost")]
+    runs = runs_from_entries(scores, costs)
+    if args.harness:
+        unknown = sorted(set(args.harness) - {r.harness for r in runs})
+        if unknown:
+            known = ", ".join(sorted({r.harness for r in runs})) or "none"
+            raise CommandError(f"--harness {unknown[0]}: no graded run of that harness in {path} (harnesses: {known})")
+        runs = [r for r in runs if r.harness in args.harness]
+    summaries = summarize(runs)
+    if args.json:
+        print(json.dumps({"ledger": str(path), "runs": len(runs), "harnesses": [s.to_dict() for s in summaries]},
+                         indent=2, ensure_ascii=False))  # fmt: skip
+        return 0
+    if not summaries:
+        print(f"{path}: no graded run with a cost entry")
+        return 0
+    _costs_table(path, summaries)
+    return 0
+
+
+def _fmt(value: float | int | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _costs_table(path: Path, summaries: Sequence[Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"cost and correctness per harness in {path}")
+    for column in ("rank", "harness", "front", "resolved", "rate", "$/run", "res/$", "res/1k tok",
+                   "res/wall-h", "res/CPU-s", "infra excl."):  # fmt: skip
+        table.add_column(column, overflow="fold")
+    for s in summaries:
+        r = s.ratios
+        table.add_row(
+            str(s.rank), s.harness, "yes" if s.pareto_layer == 1 else f"layer {s.pareto_layer}",
+            f"{s.resolved}/{s.runs}", _fmt(s.resolve_rate, ".1%"), _fmt(s.dollars_per_run, ".4f"),
+            _fmt(r["resolves_per_dollar"], ".3g"), _fmt(r["resolves_per_1k_tokens"], ".3g"),
+            _fmt(r["resolves_per_wall_hour"], ".3g"), _fmt(r["resolves_per_cpu_second"], ".3g"),
+            str(s.infrastructure_failures),
+        )  # fmt: skip
+    console = Console() if Console().is_terminal else Console(width=140)
+    console.print(table)
+    for s in summaries:
+        if s.dominated_by:
+            console.print(f"{s.harness}: dominated by {', '.join(s.dominated_by)} (as good or better, for less)")
+        for note in s.notes:
+            console.print(f"{s.harness}: {note}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

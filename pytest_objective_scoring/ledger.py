@@ -19,7 +19,7 @@ import json
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Iterator, Mapping
+from typing import Any, Callable, Final, Iterator, Mapping, Sequence
 
 __all__ = ["GENESIS", "Entry", "Ledger", "LedgerError", "Verification", "canonical", "verify"]
 
@@ -126,22 +126,35 @@ class Ledger:
 
     def append(self, kind: str, body: Any) -> Entry:
         """Write one entry at the end of the chain, atomically."""
-        text = canonical(body)
+        return self.append_linked([(kind, lambda _: body)])[0]
+
+    def append_linked(self, items: Sequence[tuple[str, Callable[[list[Entry]], Any]]]) -> list[Entry]:
+        """Write several entries in one transaction: all of them or none.
+
+        Each body is made by a callable given the entries written before it in the same
+        transaction, so a cost entry can name the sequence number of its score entry.
+        """
         created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+        written: list[Entry] = []
         self.conn.execute("BEGIN IMMEDIATE")  # one writer at a time: the chain cannot fork
         try:
             last = self.conn.execute("SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1").fetchone()
-            seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS)
-            digest = entry_hash(seq, kind, created, text, prev)
-            self.conn.execute(
-                "INSERT INTO entries (seq, kind, created, body, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?)",
-                (seq, kind, created, text, prev, digest),
-            )
+            seq, prev = (last[0], last[1]) if last else (0, GENESIS)
+            for kind, make_body in items:
+                text = canonical(make_body(written))
+                seq += 1
+                digest = entry_hash(seq, kind, created, text, prev)
+                self.conn.execute(
+                    "INSERT INTO entries (seq, kind, created, body, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?)",
+                    (seq, kind, created, text, prev, digest),
+                )
+                written.append(Entry(seq, kind, created, text, prev, digest))
+                prev = digest
             self.conn.execute("COMMIT")
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
-        return Entry(seq, kind, created, text, prev, digest)
+        return written
 
     def entries(self, kind: str | None = None) -> Iterator[Entry]:
         query = "SELECT seq, kind, created, body, prev_hash, hash FROM entries"
@@ -203,10 +216,11 @@ def score_entry(envelope: Mapping[str, Any], source: str) -> dict[str, Any]:
     return {
         "source": source,
         "instance_id": envelope.get("instance_id"),
+        "harness": envelope.get("harness"),
         "status": envelope.get("status"),
         "no_verdict_reason": envelope.get("no_verdict_reason"),
         "score": envelope.get("score"),
-        "failure_class": runner.get("failure_class"),
+        "failure_class": runner.get("failure_class") or envelope.get("failure_class"),
         "patch_ref": (envelope.get("score") or {}).get("patch_ref") or envelope.get("patch_ref"),
         "compat": envelope.get("compat"),
         "tests": [
@@ -217,16 +231,28 @@ def score_entry(envelope: Mapping[str, Any], source: str) -> dict[str, Any]:
     }
 
 
-def record_run(path: str | Path, envelope: Mapping[str, Any], source: str) -> list[Entry]:
-    """Append a graded run (its score entry, and its cost entry when measured)."""
+def run_entries(
+    envelope: Mapping[str, Any], source: str, extra: Mapping[str, Any] | None = None
+) -> list[tuple[str, Callable[[list[Entry]], Any]]]:
+    """The ledger entries of one graded run: its score, and its cost when measured."""
+    score = {**score_entry(envelope, source), **(extra or {})}
+    items: list[tuple[str, Callable[[list[Entry]], Any]]] = [("score", lambda _: score)]
+    cost = envelope.get("cost")
+    if cost:
+        items.append(("cost", lambda written: {
+            "instance_id": score["instance_id"],
+            "patch_ref": score["patch_ref"],
+            "harness": score["harness"],
+            "score_seq": written[0].seq,
+            "cost": cost,
+            "breakdown": envelope.get("cost_breakdown") or {},
+        }))  # fmt: skip
+    return items
+
+
+def record_run(
+    path: str | Path, envelope: Mapping[str, Any], source: str, extra: Mapping[str, Any] | None = None
+) -> list[Entry]:
+    """Append a graded run: its score entry and its cost entry, in one transaction."""
     with Ledger(path) as ledger:
-        entries = [ledger.append("score", score_entry(envelope, source))]
-        cost = envelope.get("cost")
-        if cost:
-            entries.append(ledger.append("cost", {
-                "instance_id": envelope.get("instance_id"),
-                "patch_ref": entries[0].data["patch_ref"],
-                "score_seq": entries[0].seq,
-                **cost,
-            }))  # fmt: skip
-        return entries
+        return ledger.append_linked(run_entries(envelope, source, extra))

@@ -14,8 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Final
 
+from .cost_ledger import DEFAULT_COMPUTE_RATE
+
 __all__ = [
     "Settings",
+    "add_cost_options",
     "add_scoring_options",
     "compat_type",
     "positive_seconds",
@@ -40,6 +43,12 @@ HELP_GATE: Final = "Set pytest's exit status from the verdict: 0 resolved, 1 not
 HELP_SELECT: Final = "Run only the tests the instance lists; deselect every other collected test"
 HELP_LEDGER: Final = "Append the Score and its per-test outcomes to this ledger (default: .objective-scoring/ledger.sqlite)"
 HELP_NO_LEDGER: Final = "Do not write the ledger"
+HELP_COST: Final = (
+    "The harness's cost of the candidate: a JSON object with tokens, calls and dollars (or SWE-agent's "
+    "model_stats), and optionally harness / model_name_or_path naming it"
+)
+HELP_COMPUTE_RATE: Final = "Dollars per CPU-second of grading, added to the cost's dollars (default: 0.00001, $0.036 per CPU-hour)"
+HELP_HARNESS: Final = "Name of the harness or model that produced the candidate (groups objective-score costs)"
 
 
 def compat_type(value: str) -> str:
@@ -58,18 +67,16 @@ def positive_seconds(value: str) -> float:
     return seconds
 
 
+def add_compat_option(addoption: AddOption, prefix: str = "objective-") -> None:
+    dest = prefix.replace("-", "_")
+    addoption(f"--{prefix}compat", dest=f"{dest}compat", metavar="MODE", type=compat_type, default=None, help=HELP_COMPAT)
+
+
 def add_scoring_options(addoption: AddOption, prefix: str = "objective-") -> None:
     """Options that decide how outcomes are graded (plugin and ``objective-score grade``)."""
     dest = prefix.replace("-", "_")
     addoption(f"--{prefix}instance-id", dest=f"{dest}instance_id", metavar="ID", default=None, help=HELP_INSTANCE_ID)
-    addoption(
-        f"--{prefix}compat",
-        dest=f"{dest}compat",
-        metavar="MODE",
-        type=compat_type,
-        default=None,
-        help=HELP_COMPAT,
-    )
+    add_compat_option(addoption, prefix)
     addoption(f"--{prefix}patch-ref", dest=f"{dest}patch_ref", metavar="REF", default=None, help=HELP_PATCH_REF)
 
 
@@ -81,6 +88,7 @@ def add_plugin_options(group: Any) -> None:
     group.addoption("--objective-gate", dest="objective_gate", action="store_true", default=None, help=HELP_GATE)
     group.addoption("--objective-select", dest="objective_select", action="store_true", default=None, help=HELP_SELECT)
     add_ledger_options(group.addoption, "objective-")
+    add_cost_options(group.addoption, "objective-")
 
 
 def add_ledger_options(addoption: AddOption, prefix: str = "objective-") -> None:
@@ -88,6 +96,26 @@ def add_ledger_options(addoption: AddOption, prefix: str = "objective-") -> None
     dest = prefix.replace("-", "_")
     addoption(f"--{prefix}ledger", dest=f"{dest}ledger", metavar="PATH", default=None, help=HELP_LEDGER)
     addoption(f"--{prefix}no-ledger", dest=f"{dest}no_ledger", action="store_true", default=False, help=HELP_NO_LEDGER)
+
+
+def compute_rate(value: str) -> float:
+    try:
+        rate = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of dollars per CPU-second") from None
+    if not (rate >= 0 and rate != float("inf")):
+        raise argparse.ArgumentTypeError(f"{value!r}: the compute rate must be a finite number >= 0")
+    return rate
+
+
+def add_cost_options(addoption: AddOption, prefix: str = "objective-", cost_file: bool = True) -> None:
+    """What a graded run cost (plugin, ``objective-score grade`` and ``grade-batch``)."""
+    dest = prefix.replace("-", "_")
+    if cost_file:
+        addoption(f"--{prefix}cost", dest=f"{dest}cost", metavar="FILE", default=None, help=HELP_COST)
+        addoption(f"--{prefix}harness", dest=f"{dest}harness", metavar="NAME", default=None, help=HELP_HARNESS)
+    addoption(f"--{prefix}compute-rate", dest=f"{dest}compute_rate", metavar="DOLLARS", type=compute_rate,
+              default=None, help=HELP_COMPUTE_RATE)  # fmt: skip
 
 
 def add_plugin_ini(parser: Any) -> None:
@@ -98,6 +126,7 @@ def add_plugin_ini(parser: Any) -> None:
     parser.addini("objective_gate", HELP_GATE, type="bool", default=False)
     parser.addini("objective_select", HELP_SELECT, type="bool", default=False)
     parser.addini("objective_ledger", HELP_LEDGER, default=None)
+    parser.addini("objective_compute_rate", HELP_COMPUTE_RATE, default=None)
 
 
 @dataclass(frozen=True)
@@ -112,6 +141,9 @@ class Settings:
     gate: bool
     select: bool
     ledger: Path | None = None
+    cost: Path | None = None
+    harness: str | None = None
+    compute_rate: float = DEFAULT_COMPUTE_RATE
 
     @property
     def enabled(self) -> bool:
@@ -146,7 +178,17 @@ def resolve_settings(config: Any, usage_error: type[Exception]) -> Settings:
         ledger_path = None
     else:
         ledger_path = _path(config, ledger, ledger_source) or (Path(config.rootpath) / ".objective-scoring" / "ledger.sqlite")
+    cost, cost_source = pick("objective_cost", None)
+    rate, rate_source = pick("objective_compute_rate", "objective_compute_rate")
+    if rate is not None and rate_source == "config file":
+        try:
+            rate = compute_rate(str(rate))
+        except argparse.ArgumentTypeError as exc:
+            raise usage_error(f"objective_compute_rate (from config file): {exc}") from None
     return Settings(
+        cost=_path(config, cost, cost_source),
+        harness=config.getoption("objective_harness"),
+        compute_rate=DEFAULT_COMPUTE_RATE if rate is None else rate,
         instance=_path(config, instance, instance_source),
         instance_id=instance_id or None,
         out=_path(config, out, out_source),

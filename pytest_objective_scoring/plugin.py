@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from .options import Settings
 
 SESSION_NAME = "objective-scoring-session"
+WORKER_CPU_NAME = "objective-scoring-worker-cpu"
+WORKER_CPU_KEY = "objective_scoring_cpu"
 SELECTOR_NAME = "objective-scoring-selector"
 FLAGGER_NAME = "objective-scoring-flagger"
 WORKERINPUT_KEY = "objective_scoring"
@@ -82,6 +84,8 @@ def _check_combinations(config: pytest.Config, settings: Settings) -> None:
                 ("--objective-gate", settings.gate),
                 ("--objective-select", settings.select),
                 ("--objective-instance-id", settings.instance_id),
+                ("--objective-cost", settings.cost),
+                ("--objective-harness", settings.harness),
             )
             if value
         ]
@@ -105,9 +109,44 @@ def pytest_configure(config: pytest.Config) -> None:
     if settings.select:
         config.pluginmanager.register(Selector(instance, settings.compat), SELECTOR_NAME)
     if not hasattr(config, "workerinput"):
-        config.pluginmanager.register(ScoringSession(config, settings, instance), SESSION_NAME)
+        scoring = ScoringSession(config, settings, instance, _harness_cost(settings))
+        config.pluginmanager.register(scoring, SESSION_NAME)
         if config.pluginmanager.hasplugin("xdist"):
-            config.pluginmanager.register(XdistHooks(settings), "objective-scoring-xdist")
+            config.pluginmanager.register(XdistHooks(settings, scoring), "objective-scoring-xdist")
+    else:
+        config.pluginmanager.register(WorkerCpu(config), WORKER_CPU_NAME)
+
+
+def _harness_cost(settings: Settings) -> Any:
+    if settings.cost is None:
+        return None
+    from .cost_ledger import CostError, load_harness_cost
+
+    try:
+        return load_harness_cost(settings.cost)
+    except CostError as exc:
+        raise pytest.UsageError(f"--objective-cost: {exc}") from None
+
+
+def process_cpu_seconds() -> float:
+    """CPU-seconds of this process and of its children that have been waited for."""
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+class WorkerCpu:
+    """On an xdist worker: hand the worker's CPU-seconds to the controller when it finishes."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_sessionfinish(self) -> None:
+        output = getattr(self.config, "workeroutput", None)
+        if output is not None:
+            output[WORKER_CPU_KEY] = process_cpu_seconds()
 
 
 def _flagger() -> object:
@@ -131,17 +170,27 @@ def _flagger() -> object:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    for name in (SESSION_NAME, SELECTOR_NAME, FLAGGER_NAME, "objective-scoring-xdist"):
+    for name in (SESSION_NAME, SELECTOR_NAME, FLAGGER_NAME, WORKER_CPU_NAME, "objective-scoring-xdist"):
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
             config.pluginmanager.unregister(plugin, name)
 
 
 class XdistHooks:
-    """Controller -> worker: the resolved instance, so workers select the same tests."""
+    """Controller -> worker: the resolved instance, so workers select the same tests;
+    worker -> controller: each worker's CPU-seconds, for the cost ledger."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, scoring: ScoringSession) -> None:
         self.settings = settings
+        self.scoring = scoring
+
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        output = getattr(node, "workeroutput", None) or {}
+        cpu = output.get(WORKER_CPU_KEY)
+        if isinstance(cpu, (int, float)):
+            self.scoring.worker_cpu += float(cpu)
+        else:
+            self.scoring.workers_unmeasured += 1
 
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput[WORKERINPUT_KEY] = {
@@ -185,7 +234,7 @@ class Selector:
 class ScoringSession:
     """Controller-only: folds reports, grades once, writes and reports."""
 
-    def __init__(self, config: pytest.Config, settings: Settings, instance: Instance) -> None:
+    def __init__(self, config: pytest.Config, settings: Settings, instance: Instance, harness_cost: Any = None) -> None:
         from .outcomes import Collector
         from .recorder import _message
 
@@ -199,6 +248,11 @@ class ScoringSession:
         self.envelope: dict[str, Any] | None = None
         self.written: list[str] = []
         self.ledger_line = ""
+        self.harness_cost = harness_cost
+        self.cpu_at_start = process_cpu_seconds()
+        self.wall_at_start = time.perf_counter()
+        self.worker_cpu = 0.0
+        self.workers_unmeasured = 0
 
     def pytest_report_header(self, config: pytest.Config) -> str:
         i = self.instance
@@ -292,8 +346,22 @@ class ScoringSession:
                 "duration": round(time.time() - getattr(self, "started", time.time()), 3),
             },
             integrity=flags,
+            extra=self.cost(),
         )
         return self.envelope
+
+    def cost(self) -> dict[str, Any]:
+        """The run's ``harness``, ``cost`` and ``cost_breakdown`` (CPU of this process, its
+        waited-for children and every xdist worker; wall time since pytest was configured)."""
+        from .cost_ledger import run_cost
+
+        cpu = process_cpu_seconds() - self.cpu_at_start + self.worker_cpu
+        entry = run_cost(self.harness_cost, cpu=cpu, wall_time=time.perf_counter() - self.wall_at_start,
+                         rate=self.settings.compute_rate)  # fmt: skip
+        if self.workers_unmeasured:
+            entry["breakdown"]["cpu_note"] = f"{self.workers_unmeasured} xdist worker(s) did not report their CPU (crashed?)"
+        harness = self.settings.harness or (self.harness_cost.harness if self.harness_cost else None)
+        return {"harness": harness, "cost": entry["cost"], "cost_breakdown": entry["breakdown"]}
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

@@ -32,6 +32,7 @@ from typing import Any, Final, Mapping
 
 from . import envelope as env
 from . import protect
+from .cost_ledger import DEFAULT_COMPUTE_RATE, HarnessCost, run_cost
 from .instances import Instance
 from .scorer import Grading, exit_status_note, grade, make_score
 from .testrun import RunRecord, assess, network_isolation, pid_isolation, run_tests
@@ -66,6 +67,9 @@ class GradeRequest:
     keep: bool = False
     network: bool = False
     workdir: Path | None = None
+    harness_cost: HarnessCost | None = None
+    harness: str | None = None
+    compute_rate: float = DEFAULT_COMPUTE_RATE
 
 
 @dataclass
@@ -134,8 +138,13 @@ class _Grading:
         self.steps.append({"name": name, "seconds": round(now - self.mark, 4)})
         self.mark = now
 
-    def cost(self) -> dict[str, float]:
-        return {"wall_time": round(time.perf_counter() - self.started, 3), "cpu": round(sum(r.cpu for r in self.runs), 3)}
+    def cost(self) -> dict[str, Any]:
+        """The envelope's ``harness``, ``cost`` (the spec's five fields) and ``cost_breakdown``."""
+        request = self.request
+        entry = run_cost(request.harness_cost, cpu=sum(r.cpu for r in self.runs),
+                         wall_time=time.perf_counter() - self.started, rate=request.compute_rate)  # fmt: skip
+        harness = request.harness or (request.harness_cost.harness if request.harness_cost else None)
+        return {"harness": harness, "cost": entry["cost"], "cost_breakdown": entry["breakdown"]}
 
     def run(self, label: str, test_files: list[str]) -> RunRecord:
         record = run_tests(copy=self.copy, original=self.request.repo, workspace=self.workspace, python=self.python,
@@ -285,7 +294,7 @@ class _Grading:
             session={"exitstatus": session.get("exitstatus"), "note": exit_status_note(session.get("exitstatus"), records),
                      "collection_errors": [{"nodeid": n, "message": m} for n, m in run.collect_errors]},
             integrity=self.integrity,
-            extra={"runner": self.runner, "cost": self.cost(), "patch_ref": self.patch_ref},
+            extra={"runner": self.runner, **self.cost(), "patch_ref": self.patch_ref},
         )  # fmt: skip
         return GradeResult(envelope, EXIT_RESOLVED if failure_class == "none" else EXIT_NOT_RESOLVED, failure_class)
 
@@ -307,7 +316,7 @@ class _Grading:
         self.runner["steps"] = self.steps
         envelope = env.build_envelope(
             instance_id=self.instance.instance_id, score=score, grading=grading, no_verdict=None, session={},
-            extra={"runner": self.runner, "cost": self.cost(), "patch_ref": self.patch_ref}, patch_applied=False,
+            extra={"runner": self.runner, **self.cost(), "patch_ref": self.patch_ref}, patch_applied=False,
         )  # fmt: skip
         return GradeResult(envelope, EXIT_NOT_RESOLVED, "patch_apply")
 
@@ -320,7 +329,7 @@ class _Grading:
         envelope = env.build_envelope(
             instance_id=self.instance.instance_id, score=None, grading=None,
             no_verdict=f"infrastructure failure ({failure_class}): {detail}", session={}, integrity=self.integrity,
-            extra={"runner": self.runner, "cost": self.cost(), "patch_ref": self.patch_ref},
+            extra={"runner": self.runner, **self.cost(), "patch_ref": self.patch_ref},
         )  # fmt: skip
         return GradeResult(envelope, EXIT_INFRA, failure_class)
 

@@ -102,6 +102,22 @@ def isolation_prefix(network: bool) -> list[str]:
     return pid or net
 
 
+_LIVE_GROUPS: set[int] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def kill_all() -> int:
+    """Kill every test process group still running (an interrupted batch); returns how many."""
+    with _LIVE_LOCK:
+        groups = list(_LIVE_GROUPS)
+    for group in groups:
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return len(groups)
+
+
 def run_process(
     command: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float, log: Path
 ) -> tuple[int | None, bool, float, float]:
@@ -121,6 +137,8 @@ def run_process(
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+    with _LIVE_LOCK:
+        _LIVE_GROUPS.add(proc.pid)
     waited: dict[str, Any] = {}
 
     def wait() -> None:
@@ -143,6 +161,8 @@ def run_process(
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    with _LIVE_LOCK:
+        _LIVE_GROUPS.discard(proc.pid)
     code = os.waitstatus_to_exitcode(waited["status"])
     proc.returncode = code
     return (None if timed_out else code), timed_out, time.perf_counter() - started, float(waited["cpu"])

@@ -159,7 +159,8 @@ def test_grade_appends_score_and_cost_and_the_cli_reads_them(tmp_path):
     assert [s["score"]["resolved"] for s in scores] == ["resolved", "not_resolved"]
     assert [s["failure_class"] for s in scores] == ["none", "solver"]
     assert len(scores[0]["tests"]) == 13 and {t["status"] for t in scores[0]["tests"]} == {"passed", "preserved"}
-    assert costs[0]["cpu"] > 0 and costs[0]["score_seq"] == 1
+    assert costs[0]["cost"]["cpu"] > 0 and costs[0]["score_seq"] == 1
+    assert set(costs[0]["cost"]) == {"tokens", "calls", "cpu", "wall_time", "dollars"}
     shown = run_cli("ledger", "show", "--ledger", str(ledger), "--json")
     assert [row["resolved"] for row in json.loads(shown.stdout)] == ["resolved", "not_resolved"]
     table = run_cli("ledger", "show", "--ledger", str(ledger))

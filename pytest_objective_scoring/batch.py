@@ -1,0 +1,427 @@
+"""Batch grading (``objective-score grade-batch``): many predictions, one ledger.
+
+A SWE-bench predictions file (JSONL, a JSON list, or a JSON object keyed by
+instance id) is joined to a dataset; each prediction becomes a :class:`Job` with
+a content-addressed key. Jobs run on local threads (each grading is mostly a
+pytest subprocess) or on a Dask distributed cluster; results come back to the
+client, which alone writes the ledger, one run per transaction, as each one
+arrives. A job whose key is already in the ledger is not graded again: an
+interrupted batch resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Final, Iterable, Iterator, Mapping, Sequence
+
+from .cost_ledger import INFRA_CLASSES, CostError, HarnessCost, parse_harness_cost
+from .instances import Instance
+from .ledger import Ledger, canonical, run_entries
+
+__all__ = [
+    "BatchError",
+    "Job",
+    "Prediction",
+    "failure_outcome",
+    "grade_job",
+    "load_predictions",
+    "plan_jobs",
+    "recorded_jobs",
+]
+
+GOLD: Final = "gold"
+OUTCOMES: Final = ("resolved", "not_resolved", "patch_did_not_apply", "infrastructure_failure")
+
+
+class BatchError(ValueError):
+    """Bad input to a batch: names the file, the row and what was expected."""
+
+
+@dataclass(frozen=True)
+class Prediction:
+    instance_id: str
+    model: str
+    patch: str | None
+    cost: HarnessCost
+    source: str
+
+
+@dataclass(frozen=True)
+class Job:
+    key: str
+    instance: Instance
+    prediction: Prediction
+    repo: Path
+    patch: str
+
+    def payload(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """Everything a worker needs, as plain data (it may cross to another machine)."""
+        return {
+            "key": self.key,
+            "instance": dict(self.instance.fields),
+            "instance_source": self.instance.source,
+            "repo": str(self.repo),
+            "patch": self.patch,
+            "model": self.prediction.model,
+            "cost": {"tokens": self.prediction.cost.tokens, "calls": self.prediction.cost.calls,
+                     "dollars": self.prediction.cost.dollars},  # fmt: skip
+            **settings,
+        }
+
+
+# ---------------------------------------------------------------------- reading predictions
+
+
+def _rows(path: Path, text: str) -> Iterator[tuple[str, Any]]:
+    stripped = text.strip()
+    if not stripped:
+        raise BatchError(f"{path}: the file is empty: expected JSONL, a JSON list or a JSON object of predictions")
+    if stripped[0] in "[{" and not path.name.endswith(".jsonl"):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            if exc.msg != "Extra data":
+                raise BatchError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        else:
+            if isinstance(value, list):
+                for index, row in enumerate(value):
+                    yield f"{path} [item {index}]", row
+            elif isinstance(value, dict) and "instance_id" in value and "model_patch" in value:
+                yield str(path), value
+            elif isinstance(value, dict):
+                for key, row in value.items():  # SWE-agent's preds.json: {instance_id: prediction}
+                    if isinstance(row, dict):
+                        row = {"instance_id": key, **row}
+                    yield f"{path} [{key!r}]", row
+            else:
+                raise BatchError(f"{path}: expected predictions as JSONL, a JSON list or a JSON object")
+            return
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if line.strip():
+            try:
+                yield f"{path}:{lineno}", json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise BatchError(f"{path}:{lineno}: invalid JSON in JSONL line: {exc.msg}") from None
+
+
+def load_predictions(path: str | Path) -> list[Prediction]:
+    """Every prediction of a file, validated; duplicates of (instance, model) are refused."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BatchError(f"{path}: cannot be read ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise BatchError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    predictions: list[Prediction] = []
+    seen: dict[tuple[str, str], str] = {}
+    for where, row in _rows(path, text):
+        if not isinstance(row, dict):
+            raise BatchError(f"{where}: expected a JSON object with instance_id, model_name_or_path, model_patch")
+        for name in ("instance_id", "model_name_or_path"):
+            if not isinstance(row.get(name), str) or not row[name]:
+                raise BatchError(f"{where}: field {name!r}: expected a non-empty string, got {row.get(name)!r}")
+        patch = row.get("model_patch")
+        if patch is not None and not isinstance(patch, str):
+            raise BatchError(f"{where}: field 'model_patch': expected a string (a unified diff) or null, got {type(patch).__name__}")
+        if patch is None and row["model_name_or_path"] != GOLD and "model_patch" not in row:
+            raise BatchError(f"{where}: field 'model_patch' is missing (use null or \"\" for an empty patch)")
+        try:
+            cost = parse_harness_cost({k: v for k, v in row.items() if k != "model_name_or_path"}, where)
+        except CostError as exc:
+            raise BatchError(str(exc)) from None
+        pair = (row["instance_id"], row["model_name_or_path"])
+        if pair in seen:
+            raise BatchError(f"{where}: a second prediction of {pair[1]!r} for {pair[0]!r} (first at {seen[pair]})")
+        seen[pair] = where
+        predictions.append(Prediction(row["instance_id"], row["model_name_or_path"], patch, cost, where))
+    if not predictions:
+        raise BatchError(f"{path}: holds no predictions")
+    return predictions
+
+
+# ---------------------------------------------------------------------- planning
+
+
+def repo_dir(repos: Path, instance: Instance) -> tuple[Path | None, list[Path]]:
+    """Where an instance's repository is checked out: DIR/owner/name, DIR/owner__name or DIR/name."""
+    repo = instance.get("repo")
+    if not isinstance(repo, str) or "/" not in repo:
+        return None, []
+    owner, name = repo.split("/", 1)
+    tried = [repos / owner / name, repos / f"{owner}__{name}", repos / name]
+    return next((p for p in tried if p.is_dir()), None), tried
+
+
+def instance_digest(instance: Instance) -> str:
+    """A sha256 of the canonical instance: the same task, whatever file it came from."""
+    return hashlib.sha256(canonical(dict(instance.fields)).encode("utf-8")).hexdigest()
+
+
+def job_key(instance: Instance, model: str, patch: str, settings: Mapping[str, Any]) -> str:
+    """What makes two gradings the same: the task, the model, the patch and how it is graded."""
+    identity = {
+        "instance": instance_digest(instance),
+        "model": model,
+        "patch": hashlib.sha256(patch.encode("utf-8", "surrogateescape")).hexdigest(),
+        "compat": settings.get("compat"),
+        "python": settings.get("python"),
+    }
+    return hashlib.sha256(canonical(identity).encode("utf-8")).hexdigest()
+
+
+def plan_jobs(
+    instances: Sequence[Instance], predictions: Sequence[Prediction], repos: Path, settings: Mapping[str, Any]
+) -> list[Job]:
+    """One job per prediction; refuses unknown instances and missing repositories, all named at once."""
+    by_id = {i.instance_id: i for i in instances}
+    problems: list[str] = []
+    jobs: list[Job] = []
+    for prediction in predictions:
+        instance = by_id.get(prediction.instance_id)
+        if instance is None:
+            close = difflib.get_close_matches(prediction.instance_id, list(by_id), n=3)
+            problems.append(f"{prediction.source}: instance {prediction.instance_id!r} is not in the dataset"
+                            + (f" (did you mean {', '.join(close)}?)" if close else ""))  # fmt: skip
+            continue
+        repo, tried = repo_dir(repos, instance)
+        if repo is None:
+            problems.append(
+                f"{instance.source}: field 'repo': {instance.get('repo')!r} is not checked out under {repos}"
+                + (f" (looked for {', '.join(map(str, tried))})" if tried else " (expected 'owner/name')")
+            )
+            continue
+        patch = prediction.patch
+        if prediction.model == GOLD and patch is None:
+            patch = instance.patch or ""
+        patch = patch or ""
+        jobs.append(Job(job_key(instance, prediction.model, patch, settings), instance, prediction, repo, patch))
+    if problems:
+        shown = problems[:10] + ([f"... and {len(problems) - 10} more"] if len(problems) > 10 else [])
+        raise BatchError("\n  ".join([f"{len(problems)} prediction(s) cannot be graded:", *shown]))
+    return jobs
+
+
+# ---------------------------------------------------------------------- grading one job
+
+
+def grade_job(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """Grade one job; runs on a local thread or a Dask worker. Returns the envelope.
+
+    Never raises for the candidate's or the environment's failures: those are results.
+    A bad instance (say, test ids that are not pytest node ids) is an infrastructure
+    failure of class ``setup``, never the candidate's.
+    """
+    from .instances import parse_instance
+    from .runner import BadInput, GradeRequest, grade_candidate
+
+    instance = parse_instance(payload["instance"], payload.get("instance_source", "<batch>"))
+    harness_cost = HarnessCost(harness=payload["model"], **payload["cost"])
+    patch = payload["patch"].encode("utf-8", "surrogateescape")
+    request = GradeRequest(
+        repo=Path(payload["repo"]),
+        instance=instance,
+        patch=patch,
+        python=payload["python"],
+        timeout=payload["timeout"],
+        compat=payload["compat"],
+        network=payload.get("network", False),
+        harness_cost=harness_cost,
+        harness=payload["model"],
+        compute_rate=payload["compute_rate"],
+    )
+    try:
+        return {**grade_candidate(request).envelope, "batch": {"job_key": payload["key"], "model_name_or_path": payload["model"]}}
+    except BadInput as exc:
+        return ungraded(payload, "setup", f"bad instance: {exc}", instance.instance_id)
+
+
+def ungraded(payload: Mapping[str, Any], failure_class: str, detail: str, instance_id: str) -> dict[str, Any]:
+    """The envelope of a job that produced no grading: an infrastructure failure, with the
+    harness's cost still recorded (what the candidate cost does not depend on the grader)."""
+    from . import envelope as env
+    from .cost_ledger import run_cost
+
+    patch = payload["patch"].encode("utf-8", "surrogateescape")
+    cost = run_cost(HarnessCost(harness=payload["model"], **payload["cost"]), cpu=0.0, wall_time=0.0,
+                    rate=payload["compute_rate"])  # fmt: skip
+    envelope = env.build_envelope(
+        instance_id=instance_id, score=None, grading=None, no_verdict=f"infrastructure failure ({failure_class}): {detail}",
+        session={}, extra={"runner": {"failure_class": failure_class, "failure_detail": detail},
+                           "patch_ref": env.patch_ref_of(patch), "harness": payload["model"],
+                           "cost": cost["cost"], "cost_breakdown": cost["breakdown"]},
+    )  # fmt: skip
+    envelope["batch"] = {"job_key": payload["key"], "model_name_or_path": payload["model"]}
+    return envelope
+
+
+def crashed_job(job: Job, exc: BaseException, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The envelope of a job whose grading itself crashed (a dead worker, a lost task)."""
+    detail = f"the grading crashed: {type(exc).__name__}: {exc}"
+    return ungraded(job.payload(settings), "verifier", detail, job.instance.instance_id)
+
+
+def _outcome_of(job: Job, future: Any, settings: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        return dict(future.result())
+    except Exception as exc:  # the grader's or the cluster's failure: never the candidate's
+        return crashed_job(job, exc, settings)
+
+
+def failure_outcome(envelope: Mapping[str, Any]) -> str:
+    """The batch report's failure class of a graded run (one of :data:`OUTCOMES`)."""
+    failure_class = (envelope.get("runner") or {}).get("failure_class")
+    if failure_class in INFRA_CLASSES or envelope.get("score") is None:
+        return "infrastructure_failure"
+    if failure_class == "patch_apply":
+        return "patch_did_not_apply"
+    return "resolved" if envelope["score"]["resolved"] == "resolved" else "not_resolved"
+
+
+# ---------------------------------------------------------------------- the ledger side
+
+
+def recorded_jobs(ledger: Ledger) -> dict[str, dict[str, Any]]:
+    """Job key -> the latest score entry recorded for it (with its ``seq`` and cost)."""
+    found: dict[str, dict[str, Any]] = {}
+    costs: dict[int, Any] = {}
+    for entry in ledger.entries("cost"):
+        costs[entry.data.get("score_seq")] = entry.data.get("cost")
+    for entry in ledger.entries("score"):
+        data = entry.data
+        key = data.get("job_key")
+        if key:
+            found[key] = {**data, "seq": entry.seq, "cost": costs.get(entry.seq)}
+    return found
+
+
+def record_result(ledger: Ledger, envelope: Mapping[str, Any]) -> int:
+    """Write one graded job (score and cost, one transaction); returns the score's seq."""
+    batch = envelope["batch"]
+    extra = {"job_key": batch["job_key"], "model_name_or_path": batch["model_name_or_path"],
+             "outcome": failure_outcome(envelope)}  # fmt: skip
+    return ledger.append_linked(run_entries(envelope, "grade-batch", extra))[0].seq
+
+
+def result_row(job: Job, envelope: Mapping[str, Any] | None, recorded: Mapping[str, Any] | None, seq: int) -> dict[str, Any]:
+    """One entry of ``--report``: from a fresh envelope, or from the ledger on resume."""
+    if envelope is not None:
+        runner = envelope.get("runner") or {}
+        return {
+            "instance_id": job.instance.instance_id,
+            "model_name_or_path": job.prediction.model,
+            "score": envelope.get("score"),
+            "failure_class": failure_outcome(envelope),
+            "failure_detail": runner.get("failure_detail") or envelope.get("no_verdict_reason"),
+            "cost": envelope.get("cost"),
+            "ledger_seq": seq,
+            "resumed": False,
+            "job_key": job.key,
+        }
+    assert recorded is not None
+    return {
+        "instance_id": job.instance.instance_id,
+        "model_name_or_path": job.prediction.model,
+        "score": recorded.get("score"),
+        "failure_class": recorded.get("outcome"),
+        "failure_detail": recorded.get("no_verdict_reason"),
+        "cost": recorded.get("cost"),
+        "ledger_seq": recorded["seq"],
+        "resumed": True,
+        "job_key": job.key,
+    }
+
+
+def summarize(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    """Per model: how many predictions fell in each failure class, and how many were resumed."""
+    table: dict[str, dict[str, int]] = {}
+    for row in rows:
+        counts = table.setdefault(row["model_name_or_path"], {"predictions": 0, **{o: 0 for o in OUTCOMES}, "resumed": 0})
+        counts["predictions"] += 1
+        counts[row["failure_class"]] += 1
+        counts["resumed"] += bool(row["resumed"])
+    return table
+
+
+# ---------------------------------------------------------------------- executors
+
+
+ResultHandler = Callable[[Job, dict[str, Any]], None]
+
+
+def run_local(jobs: Sequence[Job], settings: Mapping[str, Any], workers: int, on_result: ResultHandler) -> None:
+    """Grade on ``workers`` threads; ``on_result`` runs on this thread, in completion order.
+
+    On an interrupt, every running test process group is killed and nothing more is
+    handed to ``on_result``: a half-run grading is never recorded.
+    """
+    from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
+    from .testrun import kill_all
+
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grade")
+    pending: dict[Future[dict[str, Any]], Job] = {}
+    queue = list(jobs)
+    try:
+        while queue or pending:
+            while queue and len(pending) < workers:
+                job = queue.pop(0)
+                pending[pool.submit(grade_job, job.payload(settings))] = job
+            done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+            for future in done:
+                job = pending.pop(future)
+                on_result(job, _outcome_of(job, future, settings))
+    except BaseException:
+        kill_all()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
+def connect(address: str, timeout: float | None = None) -> Any:
+    """A Dask client for ``address``; a clear error when dask is missing or the scheduler is not there.
+
+    The connection timeout is 20 s, or ``$OBJECTIVE_SCORE_CONNECT_TIMEOUT`` seconds.
+    """
+    import os
+
+    if timeout is None:
+        timeout = float(os.environ.get("OBJECTIVE_SCORE_CONNECT_TIMEOUT", "20"))
+    try:
+        from distributed import Client
+    except ImportError:
+        raise BatchError(
+            "--scheduler needs dask.distributed: pip install 'pytest-objective-scoring[cluster]'"
+        ) from None
+    try:
+        return Client(address, timeout=timeout)
+    except (OSError, TimeoutError) as exc:
+        raise BatchError(f"--scheduler {address}: cannot reach a Dask scheduler ({exc})") from None
+
+
+def run_cluster(jobs: Sequence[Job], settings: Mapping[str, Any], address: str, on_result: ResultHandler) -> None:
+    """Grade on a Dask cluster; results come back to this client, which alone handles them.
+
+    Every worker must see the repositories at the same paths (a shared filesystem) and
+    have this package installed; each job is one task, retried by Dask if its worker dies.
+    """
+    from distributed import as_completed
+
+    client = connect(address)
+    try:
+        futures = {}
+        for job in jobs:
+            future = client.submit(grade_job, job.payload(settings), key=f"grade-{job.key}", pure=False)
+            futures[future] = job
+        try:
+            for future in as_completed(list(futures)):
+                on_result(futures[future], _outcome_of(futures[future], future, settings))
+        except BaseException:
+            client.cancel(list(futures))
+            raise
+    finally:
+        client.close()

@@ -1,0 +1,351 @@
+"""The cost ledger (spec 5.3, 5.4, build phase 7): what a graded run cost, and what it bought.
+
+Every graded run gets a ``Cost`` with exactly the spec's five fields::
+
+    Cost { tokens, calls, cpu, wall_time, dollars }
+
+``cpu`` and ``wall_time`` are measured by the grader (the CPU-seconds of the test
+process tree; the wall-clock seconds of the grading). ``tokens``, ``calls`` and the
+model's dollars come from the harness that produced the candidate, read by
+:func:`parse_harness_cost`; ``None`` (JSON ``null``) when the harness did not say,
+never a made-up zero. ``dollars`` is the model's dollars plus the compute dollars
+(``cpu`` times a configurable rate per CPU-second); how it was made up lives beside
+the record in ``breakdown``.
+
+:func:`summarize` turns graded runs into the per-harness report of ``objective-score
+costs``: the resolve rate, resolves per dollar / per 1,000 tokens / per wall-clock
+hour / per CPU-second, and a ranking by cost-resolve Pareto layer, so that equal
+resolve rates at different costs are never ranked equal.
+
+Pure functions; this module never imports pytest.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Iterable, Mapping, Sequence
+
+__all__ = [
+    "COST_FIELDS",
+    "DEFAULT_COMPUTE_RATE",
+    "CostError",
+    "HarnessCost",
+    "HarnessSummary",
+    "RunCost",
+    "load_harness_cost",
+    "parse_harness_cost",
+    "run_cost",
+    "runs_from_entries",
+    "summarize",
+]
+
+COST_FIELDS: Final = ("tokens", "calls", "cpu", "wall_time", "dollars")
+# Dollars per CPU-second of grading: $0.036 per CPU-hour, a round figure near an on-demand
+# cloud vCPU. Set your own with --compute-rate / --objective-compute-rate; the rate used is
+# recorded beside every cost.
+DEFAULT_COMPUTE_RATE: Final = 0.00001
+INFRA_CLASSES: Final = frozenset({"setup", "verifier"})
+UNNAMED: Final = "unnamed"
+
+
+class CostError(ValueError):
+    """A harness cost that cannot be read: names the source, the field and what was expected."""
+
+    def __init__(self, source: str, field: str | None, problem: str) -> None:
+        self.source, self.field, self.problem = source, field, problem
+        where = f"{source}: field {field!r}" if field else source
+        super().__init__(f"{where}: {problem}")
+
+
+@dataclass(frozen=True)
+class HarnessCost:
+    """What the harness that produced a candidate says it spent (None: not reported)."""
+
+    tokens: int | None = None
+    calls: int | None = None
+    dollars: float | None = None
+    harness: str | None = None
+
+    @property
+    def reported(self) -> bool:
+        return not (self.tokens is None and self.calls is None and self.dollars is None)
+
+
+def _count(value: Any, source: str, field: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != int(value):
+        raise CostError(source, field, f"expected a whole number >= 0, got {value!r}")
+    return int(value)
+
+
+def _money(value: Any, source: str, field: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise CostError(source, field, f"expected a number of dollars >= 0, got {value!r}")
+    return float(value)
+
+
+def parse_harness_cost(data: Mapping[str, Any], source: str) -> HarnessCost:
+    """Read a harness's cost from a cost JSON or a prediction row.
+
+    Accepted spellings, first match wins:
+
+    * ``tokens``, ``calls``, ``dollars`` at the top level, or inside a ``cost`` object;
+    * SWE-agent's ``model_stats``: ``tokens_sent + tokens_received``, ``api_calls``,
+      ``instance_cost``.
+
+    The harness's name is ``harness`` or ``model_name_or_path`` when present.
+    """
+    if not isinstance(data, Mapping):
+        raise CostError(source, None, f"expected a JSON object, got {type(data).__name__}")
+    name = data.get("harness", data.get("model_name_or_path"))
+    if name is not None and not isinstance(name, str):
+        raise CostError(source, "harness" if "harness" in data else "model_name_or_path", "expected a string")
+    body: Mapping[str, Any] = data
+    prefix = ""
+    if "cost" in data and data["cost"] is not None:
+        if not isinstance(data["cost"], Mapping):
+            raise CostError(source, "cost", f"expected an object with tokens, calls, dollars; got {data['cost']!r}")
+        body, prefix = data["cost"], "cost."
+    elif isinstance(data.get("model_stats"), Mapping):
+        stats = data["model_stats"]
+        sent = _count(stats.get("tokens_sent"), source, "model_stats.tokens_sent")
+        received = _count(stats.get("tokens_received"), source, "model_stats.tokens_received")
+        tokens = None if sent is None and received is None else (sent or 0) + (received or 0)
+        return HarnessCost(
+            tokens=tokens,
+            calls=_count(stats.get("api_calls"), source, "model_stats.api_calls"),
+            dollars=_money(stats.get("instance_cost"), source, "model_stats.instance_cost"),
+            harness=name,
+        )
+    unknown = sorted(set(body) & {"token", "n_tokens", "cost_usd", "usd", "price"})
+    if unknown:
+        raise CostError(source, prefix + unknown[0], "not a cost field; use tokens, calls and dollars")
+    return HarnessCost(
+        tokens=_count(body.get("tokens"), source, prefix + "tokens"),
+        calls=_count(body.get("calls"), source, prefix + "calls"),
+        dollars=_money(body.get("dollars"), source, prefix + "dollars"),
+        harness=name,
+    )
+
+
+def load_harness_cost(path: str | Path) -> HarnessCost:
+    """A harness cost JSON file (``--cost FILE`` / ``--objective-cost=FILE``)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CostError(str(path), None, f"cannot be read ({exc.strerror})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CostError(str(path), None, f"not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    return parse_harness_cost(data, str(path))
+
+
+def run_cost(harness: HarnessCost | None, cpu: float, wall_time: float, rate: float) -> dict[str, Any]:
+    """The cost entry of one graded run: the spec's ``Cost`` and, beside it, how it was made up."""
+    harness = harness or HarnessCost()
+    compute = cpu * rate
+    dollars = compute + (harness.dollars or 0.0)
+    return {
+        "cost": {
+            "tokens": harness.tokens,
+            "calls": harness.calls,
+            "cpu": round(cpu, 6),
+            "wall_time": round(wall_time, 6),
+            "dollars": round(dollars, 9),
+        },
+        "breakdown": {
+            "model_dollars": harness.dollars,
+            "compute_dollars": round(compute, 9),
+            "compute_rate_per_cpu_second": rate,
+            "harness_reported": harness.reported,
+        },
+    }
+
+
+# ---------------------------------------------------------------------- the costs report
+
+
+@dataclass(frozen=True)
+class RunCost:
+    """One graded run as the costs report sees it."""
+
+    harness: str
+    instance_id: str
+    patch_ref: str
+    resolved: bool
+    failure_class: str
+    cost: Mapping[str, Any]
+    model_dollars_reported: bool
+    seq: int = 0
+
+    @property
+    def infrastructure(self) -> bool:
+        return self.failure_class in INFRA_CLASSES
+
+
+@dataclass(frozen=True)
+class HarnessSummary:
+    harness: str
+    runs: int
+    resolved: int
+    infrastructure_failures: int
+    totals: Mapping[str, float | int | None]
+    ratios: Mapping[str, float | None]
+    notes: tuple[str, ...]
+    rank: int = 0
+    pareto_layer: int = 0
+    dominated_by: tuple[str, ...] = ()
+
+    @property
+    def resolve_rate(self) -> float | None:
+        return self.resolved / self.runs if self.runs else None
+
+    @property
+    def dollars_per_run(self) -> float | None:
+        dollars = self.totals.get("dollars")
+        return dollars / self.runs if self.runs and dollars is not None else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "harness": self.harness,
+            "rank": self.rank,
+            "pareto_layer": self.pareto_layer,
+            "on_pareto_front": self.pareto_layer == 1,
+            "dominated_by": list(self.dominated_by),
+            "runs": self.runs,
+            "resolved": self.resolved,
+            "resolve_rate": self.resolve_rate,
+            "infrastructure_failures_excluded": self.infrastructure_failures,
+            "dollars_per_run": self.dollars_per_run,
+            "totals": dict(self.totals),
+            "ratios": dict(self.ratios),
+            "notes": list(self.notes),
+        }
+
+
+def runs_from_entries(scores: Iterable[Mapping[str, Any]], costs: Iterable[Mapping[str, Any]]) -> list[RunCost]:
+    """Join the ledger's score and cost entries (``{"seq", "body"}`` dicts) into runs.
+
+    A run graded again with the same harness, instance and patch counts once: the
+    latest entry stands (re-grading must not weigh a candidate twice).
+    """
+    cost_of = {c["body"].get("score_seq"): c["body"] for c in costs}
+    latest: dict[tuple[str, str, str], RunCost] = {}
+    for entry in scores:
+        body, seq = entry["body"], entry["seq"]
+        score = body.get("score") or {}
+        cost_body = cost_of.get(seq)
+        if cost_body is None:
+            continue  # a run recorded without a cost (an older ledger): nothing to weigh
+        cost = cost_body.get("cost") or {k: cost_body.get(k) for k in COST_FIELDS}
+        breakdown = cost_body.get("breakdown") or {}
+        harness = str(body.get("harness") or cost_body.get("harness") or UNNAMED)
+        run = RunCost(
+            harness=harness,
+            instance_id=str(body.get("instance_id")),
+            patch_ref=str(body.get("patch_ref")),
+            resolved=score.get("resolved") == "resolved",
+            failure_class=str(body.get("failure_class") or ("none" if score.get("resolved") == "resolved" else "solver")),
+            cost=cost,
+            model_dollars_reported=breakdown.get("model_dollars") is not None,
+            seq=int(seq),
+        )
+        latest[(run.harness, run.instance_id, run.patch_ref)] = run
+    return sorted(latest.values(), key=lambda r: r.seq)
+
+
+def _total(runs: Sequence[RunCost], field: str) -> float | int | None:
+    values = [r.cost.get(field) for r in runs]
+    if not values or any(v is None for v in values):
+        return None
+    return sum(values)  # type: ignore[arg-type]
+
+
+def _per(resolved: int, amount: float | int | None, scale: float = 1.0) -> float | None:
+    if amount is None or amount <= 0:
+        return None
+    return resolved / (amount / scale)
+
+
+def _summary(harness: str, runs: Sequence[RunCost]) -> HarnessSummary:
+    counted = [r for r in runs if not r.infrastructure]
+    resolved = sum(r.resolved for r in counted)
+    totals = {field: _total(counted, field) for field in COST_FIELDS}
+    notes = []
+    infra = len(runs) - len(counted)
+    if infra:
+        notes.append(f"{infra} infrastructure failure(s) excluded: never the candidate's")
+    for field in ("tokens", "calls"):
+        missing = sum(r.cost.get(field) is None for r in counted)
+        if missing:
+            notes.append(f"{field} not reported by the harness for {missing} of {len(counted)} run(s)")
+    unpriced = sum(not r.model_dollars_reported for r in counted)
+    if unpriced:
+        notes.append(f"model dollars not reported for {unpriced} of {len(counted)} run(s): dollars there are compute only")
+    ratios = {
+        "resolves_per_dollar": _per(resolved, totals["dollars"]),
+        "resolves_per_1k_tokens": _per(resolved, totals["tokens"], 1000.0),
+        "resolves_per_wall_hour": _per(resolved, totals["wall_time"], 3600.0),
+        "resolves_per_cpu_second": _per(resolved, totals["cpu"]),
+        "dollars_per_resolve": (totals["dollars"] / resolved) if resolved and totals["dollars"] is not None else None,
+    }
+    return HarnessSummary(harness, len(counted), resolved, infra, totals, ratios, tuple(notes))
+
+
+def _dominates(a: HarnessSummary, b: HarnessSummary) -> bool:
+    """a is at least as good on both axes (resolve rate up, dollars per run down) and better on one."""
+    ra, rb, ca, cb = a.resolve_rate, b.resolve_rate, a.dollars_per_run, b.dollars_per_run
+    if ra is None or rb is None or ca is None or cb is None:
+        return False
+    return ra >= rb and ca <= cb and (ra > rb or ca < cb)
+
+
+def summarize(runs: Iterable[RunCost]) -> list[HarnessSummary]:
+    """Per-harness summaries, ranked.
+
+    Ranking: harnesses are peeled into Pareto layers over (resolve rate, dollars per run);
+    layer 1 is the cost-resolve front. Within a layer, the higher resolve rate ranks first,
+    then the cheaper. So an equal resolve rate at a higher cost is always dominated by the
+    cheaper harness and sits in a later layer: never ranked equal. Only harnesses equal on
+    both axes share a rank.
+    """
+    by_harness: dict[str, list[RunCost]] = {}
+    for run in runs:
+        by_harness.setdefault(run.harness, []).append(run)
+    summaries = [_summary(name, group) for name, group in sorted(by_harness.items())]
+    layers: dict[str, int] = {}
+    remaining = list(summaries)
+    layer = 0
+    while remaining:
+        layer += 1
+        front = [s for s in remaining if not any(_dominates(o, s) for o in remaining if o is not s)]
+        for s in front:
+            layers[s.harness] = layer
+        remaining = [s for s in remaining if s not in front]
+
+    def key(s: HarnessSummary) -> tuple[int, float, float]:
+        rate = s.resolve_rate if s.resolve_rate is not None else -1.0
+        cost = s.dollars_per_run if s.dollars_per_run is not None else math.inf
+        return (layers[s.harness], -rate, cost)
+
+    ordered = sorted(summaries, key=key)
+    ranked: list[HarnessSummary] = []
+    previous: tuple[int, float, float] | None = None
+    rank = 0
+    for position, s in enumerate(ordered, 1):
+        if key(s) != previous:
+            rank, previous = position, key(s)
+        dominators = tuple(o.harness for o in summaries if _dominates(o, s))
+        ranked.append(
+            HarnessSummary(s.harness, s.runs, s.resolved, s.infrastructure_failures, s.totals, s.ratios, s.notes,
+                           rank=rank, pareto_layer=layers[s.harness], dominated_by=dominators)  # fmt: skip
+        )
+    return ranked
