@@ -472,6 +472,12 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
             rows[job.key] = batch.result_row(job, envelope, None, seq)
             progress.advance(job, rows[job.key])
 
+        def terminate(signum: int, frame: Any) -> None:
+            raise KeyboardInterrupt
+
+        import signal
+
+        previous = signal.signal(signal.SIGTERM, terminate)  # a killed batch stops like an interrupted one
         try:
             with progress:
                 if args.scheduler:
@@ -484,6 +490,8 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
             return 130
         except batch.BatchError as exc:
             raise CommandError(str(exc)) from None
+        finally:
+            signal.signal(signal.SIGTERM, previous)
         ordered = [rows[job.key] for job in jobs]
         summary = batch.summarize(ordered)
         if todo:

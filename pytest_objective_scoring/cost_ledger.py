@@ -315,21 +315,26 @@ def summarize(runs: Iterable[RunCost]) -> list[HarnessSummary]:
     layer 1 is the cost-resolve front. Within a layer, the higher resolve rate ranks first,
     then the cheaper. So an equal resolve rate at a higher cost is always dominated by the
     cheaper harness and sits in a later layer: never ranked equal. Only harnesses equal on
-    both axes share a rank.
+    both axes share a rank. Harnesses that resolved nothing are layered after all others.
     """
     by_harness: dict[str, list[RunCost]] = {}
     for run in runs:
         by_harness.setdefault(run.harness, []).append(run)
     summaries = [_summary(name, group) for name, group in sorted(by_harness.items())]
     layers: dict[str, int] = {}
-    remaining = list(summaries)
+    # A harness that resolves nothing buys nothing at any price: it is never on the front,
+    # and ranks after every harness that resolved something (the cheaper first).
+    resolving = [s for s in summaries if s.resolved]
+    idle = [s for s in summaries if not s.resolved]
     layer = 0
-    while remaining:
-        layer += 1
-        front = [s for s in remaining if not any(_dominates(o, s) for o in remaining if o is not s)]
-        for s in front:
-            layers[s.harness] = layer
-        remaining = [s for s in remaining if s not in front]
+    for group in (resolving, idle):
+        remaining = list(group)
+        while remaining:
+            layer += 1
+            front = [s for s in remaining if not any(_dominates(o, s) for o in remaining if o is not s)]
+            for s in front:
+                layers[s.harness] = layer
+            remaining = [s for s in remaining if s not in front]
 
     def key(s: HarnessSummary) -> tuple[int, float, float]:
         rate = s.resolve_rate if s.resolve_rate is not None else -1.0

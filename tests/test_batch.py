@@ -147,7 +147,8 @@ def test_a_killed_batch_resumes_without_regrading_and_loses_nothing(tmp_path):
     assert all(r["failure_class"] == EXPECTED[r["model_name_or_path"]] for r in rows)
 
 
-def test_an_interrupted_batch_says_how_to_resume_and_records_no_half_run(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupted_batch_says_how_to_resume_and_records_no_half_run(tmp_path, signum):
     ledger = tmp_path / "ledger.sqlite"
     preds = predictions(tmp_path, {"cheap-fix", "breaks-things"})
     command = [sys.executable, "-m", "pytest_objective_scoring", "grade-batch", "--dataset", str(DATASET),
@@ -156,7 +157,7 @@ def test_an_interrupted_batch_says_how_to_resume_and_records_no_half_run(tmp_pat
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (not ledger.exists() or len(score_entries(ledger)) < 1):
         time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert "interrupted" in err and "run the same command again to resume" in err

@@ -125,6 +125,12 @@ def test_the_pareto_front_keeps_trade_offs_and_orders_them_by_resolve_rate():
     assert {s.harness: s.dominated_by for s in summaries}["C"] == ("B", "D")
 
 
+def test_a_harness_that_resolves_nothing_is_never_on_the_front_however_cheap():
+    summaries = summarize(fleet("free-nothing", 0, 5, 0.0001) + fleet("pricey", 1, 5, 9.0) + fleet("idle", 0, 5, 1.0))
+    assert [(s.harness, s.rank, s.pareto_layer) for s in summaries] == [
+        ("pricey", 1, 1), ("free-nothing", 2, 2), ("idle", 3, 3)]
+
+
 def test_ratios_per_dollar_token_wall_hour_and_cpu_second():
     [summary] = summarize(fleet("h", 2, 4, dollars=0.5, tokens=2500, cpu=4.0, wall=900.0))
     assert summary.totals == {"tokens": 10000, "calls": 4, "cpu": 16.0, "wall_time": 3600.0, "dollars": 2.0}
