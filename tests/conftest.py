@@ -56,6 +56,8 @@ def normalize(envelope: dict[str, Any]) -> dict[str, Any]:
     """Strip what legitimately differs between two runs (times, paths, worker ids)."""
     data = json.loads(json.dumps(envelope))
     data.pop("created", None)
+    data.pop("cost", None)  # measured: differs from run to run
+    data.pop("cost_breakdown", None)
     data["session"] = {"exitstatus": data["session"].get("exitstatus")}
     if data["score"]:
         data["score"].pop("graded_at")

@@ -199,7 +199,7 @@ def test_the_plugin_records_to_the_rootdir_ledger(pytester):
     assert entry.data["source"] == "plugin" and entry.data["score"]["resolved"] == "resolved"
     custom = pytester.path / "elsewhere.sqlite"
     pytester.runpytest_subprocess("--objective-score=i.json", f"--objective-ledger={custom}")
-    assert verify(custom).rows == 1
+    assert verify(custom).rows == 2  # the score and its cost
     quiet = pytester.runpytest_subprocess("--objective-score=i.json", "--objective-no-ledger")
     assert "ledger:" not in quiet.stdout.str()
-    assert verify(pytester.path / ".objective-scoring" / "ledger.sqlite").rows == 1
+    assert verify(pytester.path / ".objective-scoring" / "ledger.sqlite").rows == 2
