@@ -78,15 +78,18 @@ def _add_runner_options(parser: argparse.ArgumentParser, keep: bool = True) -> N
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from .envelope import dumps
     from .instances import InstanceError, load_instance
-    from .render import StreamWriter, render_envelope
     from .runner import BadInput, GradeRequest, grade_candidate
 
     try:
         instance = load_instance(args.instance, args.instance_id)
     except InstanceError as exc:
         raise CommandError(str(exc)) from None
+    if args.from_report:
+        return _grade_from_report(args, instance)
+    missing = [flag for flag, value in (("--repo", args.repo), ("--patch", args.patch)) if not value]
+    if missing:
+        raise CommandError(f"{' and '.join(missing)} required (or --from-report FILE to grade outcomes recorded elsewhere)")
     test_patch = None
     if args.test_patch:
         try:
@@ -121,29 +124,100 @@ def cmd_grade(args: argparse.Namespace) -> int:
         result = grade_candidate(request)
     except BadInput as exc:
         raise CommandError(str(exc)) from None
+    return _finish_grade(args, result.envelope, "runner", exit_code=result.exit_code)
+
+
+def _finish_grade(args: argparse.Namespace, envelope: dict[str, Any], source: str, exit_code: int) -> int:
+    """Record, write and print a graded envelope (``grade`` and ``grade --from-report``)."""
+    from .envelope import dumps
+    from .render import StreamWriter, render_envelope
+
     written = []
     ledger_line = ""
     if not args.no_ledger:
         from .ledger import record_run
 
-        entries = record_run(args.ledger or DEFAULT_LEDGER, result.envelope, "runner")
+        entries = record_run(args.ledger or DEFAULT_LEDGER, envelope, source)
         ledger_line = f"ledger: entry {entries[0].seq} appended to {args.ledger or DEFAULT_LEDGER}"
     if args.out:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(dumps(result.envelope), encoding="utf-8")
+        out.write_text(dumps(envelope), encoding="utf-8")
         written.append(str(out))
     if args.json:
-        print(json.dumps(result.envelope, indent=2, ensure_ascii=False))
+        print(json.dumps(envelope, indent=2, ensure_ascii=False))
     else:
         writer = StreamWriter()
-        render_envelope(writer, result.envelope)
-        _render_runner(writer, result.envelope)
+        render_envelope(writer, envelope)
+        if source == "runner":
+            _render_runner(writer, envelope)
+        else:
+            report = envelope["report"]
+            writer.write_line(f"graded from: {report['path']} ({report['format']}, sha256 {report['sha256'][:16]}...)")
+            for note in report.get("notes", []):
+                writer.write_line(f"  note: {note}")
         for path in written:
             writer.write_line(f"score written to: {path}")
         if ledger_line:
             writer.write_line(ledger_line)
-    return result.exit_code
+    return exit_code
+
+
+def _grade_from_report(args: argparse.Namespace, instance: Any) -> int:
+    """``grade --from-report``: the outcomes were recorded elsewhere; nothing is executed."""
+    from .envelope import patch_ref_of
+    from .reports import ReportError, grade_report
+
+    for flag, value in (("--repo", args.repo), ("--test-patch", args.test_patch), ("--keep", args.keep)):
+        if value:
+            raise CommandError(f"{flag} has no effect with --from-report: the tests already ran")
+    patch_ref = args.patch_ref or (patch_ref_of(_read_patch(args.patch)) if args.patch else None)
+    try:
+        envelope = grade_report(Path(args.from_report), instance, args.compat or "strict", patch_ref)
+    except ReportError as exc:
+        raise CommandError(f"--from-report {exc}") from None
+    envelope["failure_class"] = _report_failure_class(envelope)
+    if args.cost or args.harness:
+        envelope.update(_report_cost(args, envelope))
+    return _finish_grade(args, envelope, "report", exit_code=_exit_of(envelope))
+
+
+def _exit_of(envelope: dict[str, Any]) -> int:
+    score = envelope.get("score")
+    if score is None:
+        return 3
+    return 0 if score["resolved"] == "resolved" else 1
+
+
+def _report_failure_class(envelope: dict[str, Any]) -> str:
+    """A report that gives no verdict is the verifier's failure: the candidate is not blamed for it."""
+    score = envelope.get("score")
+    if score is None:
+        return "verifier"
+    return "none" if score["resolved"] == "resolved" else "solver"
+
+
+def _report_cost(args: argparse.Namespace, envelope: dict[str, Any]) -> dict[str, Any]:
+    """The tests ran elsewhere: their CPU is unknown here (null), never a made-up zero."""
+    harness_cost = None
+    if args.cost:
+        from .cost_ledger import CostError, load_harness_cost
+
+        try:
+            harness_cost = load_harness_cost(args.cost)
+        except CostError as exc:
+            raise CommandError(f"--cost {exc}") from None
+    duration = (envelope.get("session") or {}).get("duration")
+    model = harness_cost.dollars if harness_cost else None
+    return {
+        "harness": args.harness or (harness_cost.harness if harness_cost else None),
+        "cost": {"tokens": harness_cost.tokens if harness_cost else None,
+                 "calls": harness_cost.calls if harness_cost else None,
+                 "cpu": None, "wall_time": duration, "dollars": model},  # fmt: skip
+        "cost_breakdown": {"model_dollars": model, "compute_dollars": None, "compute_rate_per_cpu_second": None,
+                           "harness_reported": bool(harness_cost and harness_cost.reported),
+                           "cpu_note": "graded from an outcome file: the tests' CPU was not measured here"},  # fmt: skip
+    }
 
 
 def _rate(args: argparse.Namespace) -> float:
@@ -270,9 +344,12 @@ def build_parser() -> argparse.ArgumentParser:
     grade = sub.add_parser("grade", help="Grade one candidate patch in an isolated copy of a repository",
                            description="Grade one candidate patch against an instance's FAIL_TO_PASS and PASS_TO_PASS tests.",
                            epilog=GRADE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    grade.add_argument("--repo", required=True, metavar="DIR", help="The repository to grade in (never modified)")
+    grade.add_argument("--repo", metavar="DIR", help="The repository to grade in (never modified)")
     grade.add_argument("--instance", required=True, metavar="FILE", help="Instance JSON, or a JSON/JSONL dataset with --instance-id")
-    grade.add_argument("--patch", required=True, metavar="FILE", help="The candidate diff ('-' reads standard input)")
+    grade.add_argument("--patch", metavar="FILE", help="The candidate diff ('-' reads standard input)")
+    grade.add_argument("--from-report", metavar="FILE",
+                       help="Grade the outcomes in this file instead of running tests: pytest JUnit XML, "
+                       "pytest-json-report JSON or pytest-reportlog JSONL (--repo is not used; --patch only names the candidate)")  # fmt: skip
     grade.add_argument("--test-patch", metavar="FILE", help="The test patch (default: the instance's test_patch)")
     options.add_scoring_options(grade.add_argument, prefix="")
     _add_runner_options(grade)
