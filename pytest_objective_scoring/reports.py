@@ -70,8 +70,9 @@ MESSAGE_LIMIT: Final = 400  # recorder.MESSAGE_LIMIT (the recorder imports pytes
 FLAGS_KEY: Final = "objective_scoring"  # recorder.FLAGS_KEY: the flagger's marks, serialised with the report
 PHASES: Final = ("setup", "call", "teardown", "???")
 
-# pytest's junitxml.bin_xml_escape, character for character: "\u10000-\u10ffff" there is "\u1000",
-# "0-\u10ff", "ff", so characters beyond the BMP are escaped too, and so must they be here.
+# pytest's junitxml.bin_xml_escape before pytest 9.2, character for character: "\u10000-\u10ffff" there
+# is "\u1000", "0-\u10ff", "ff", so characters beyond the BMP are escaped too. Names read from a file
+# are put through the same escape, so files of either pytest match (_cases).
 _ILLEGAL_XML: Final = re.compile(
     "[^\u0009\u000a\u000d\u0020-\u007e\u0080-\ud7ff\ue000-\ufffd\u10000-\u10ffff]"
 )
@@ -523,7 +524,9 @@ def _cases(path: Path, root: _Node) -> list[_Case]:
                 except ValueError:
                     duration = 0.0
                 results = [c for c in child.children if c.tag in ("failure", "error", "skipped")]
-                key = (child.attrs.get("classname", ""), name)
+                # pytest before 9.2 escapes characters beyond the BMP ("#x1F600"), later ones keep them:
+                # both spellings read as the escaped one, which junit_key produces.
+                key = (child.attrs.get("classname", ""), _bin_xml_escape(name))
                 cases.append(_Case(key, child.line, child.attrs.get("file"), duration, results))
 
     if root.tag == "testsuite":
