@@ -90,7 +90,7 @@ def _rows(path: Path, text: str) -> Iterator[tuple[str, Any]]:
             if isinstance(value, list):
                 for index, row in enumerate(value):
                     yield f"{path} [item {index}]", row
-            elif isinstance(value, dict) and "instance_id" in value and "model_patch" in value:
+            elif isinstance(value, dict) and "instance_id" in value and ("model_patch" in value or "model_name_or_path" in value):
                 yield str(path), value
             elif isinstance(value, dict):
                 for key, row in value.items():  # SWE-agent's preds.json: {instance_id: prediction}
@@ -162,14 +162,34 @@ def instance_digest(instance: Instance) -> str:
     return hashlib.sha256(canonical(dict(instance.fields)).encode("utf-8")).hexdigest()
 
 
-def job_key(instance: Instance, model: str, patch: str, settings: Mapping[str, Any]) -> str:
-    """What makes two gradings the same: the task, the model, the patch and how it is graded."""
+def checkout_identity(repo: Path, instance: Instance) -> str:
+    """What the grading starts from. With a ``base_commit`` the copy is made at that commit, so
+    the commit is the identity; without one the checkout's current state is copied, so it is
+    the resolved path and a digest of every file's path, size and modification time."""
+    if instance.base_commit:
+        return f"commit:{instance.base_commit}"
+    digest = hashlib.sha256(str(repo.resolve()).encode("utf-8", "surrogateescape"))
+    for path in sorted(repo.rglob("*")):
+        relative = path.relative_to(repo)
+        if relative.parts and relative.parts[0] in (".git", "__pycache__", ".pytest_cache") or "__pycache__" in relative.parts:
+            continue
+        if path.is_file():
+            stat = path.stat()
+            digest.update(f"{relative}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
+    return f"tree:{digest.hexdigest()}"
+
+
+def job_key(instance: Instance, model: str, patch: str, settings: Mapping[str, Any], checkout: str = "") -> str:
+    """What makes two gradings the same: the task, the checkout it starts from, the model, the
+    patch and how it is graded (compat mode, interpreter, network)."""
     identity = {
         "instance": instance_digest(instance),
+        "checkout": checkout,
         "model": model,
         "patch": hashlib.sha256(patch.encode("utf-8", "surrogateescape")).hexdigest(),
         "compat": settings.get("compat"),
         "python": settings.get("python"),
+        "network": bool(settings.get("network")),
     }
     return hashlib.sha256(canonical(identity).encode("utf-8")).hexdigest()
 
@@ -179,6 +199,7 @@ def plan_jobs(
 ) -> list[Job]:
     """One job per prediction; refuses unknown instances and missing repositories, all named at once."""
     by_id = {i.instance_id: i for i in instances}
+    checkouts: dict[tuple[Path, str], str] = {}
     problems: list[str] = []
     jobs: list[Job] = []
     for prediction in predictions:
@@ -199,7 +220,11 @@ def plan_jobs(
         if prediction.model == GOLD and patch is None:
             patch = instance.patch or ""
         patch = patch or ""
-        jobs.append(Job(job_key(instance, prediction.model, patch, settings), instance, prediction, repo, patch))
+        where = (repo, instance.base_commit or "")
+        if where not in checkouts:
+            checkouts[where] = checkout_identity(repo, instance)
+        key = job_key(instance, prediction.model, patch, settings, checkouts[where])
+        jobs.append(Job(key, instance, prediction, repo, patch))
     if problems:
         shown = problems[:10] + ([f"... and {len(problems) - 10} more"] if len(problems) > 10 else [])
         raise BatchError("\n  ".join([f"{len(problems)} prediction(s) cannot be graded:", *shown]))
@@ -236,24 +261,29 @@ def grade_job(payload: Mapping[str, Any]) -> dict[str, Any]:
     )
     try:
         return {**grade_candidate(request).envelope, "batch": {"job_key": payload["key"], "model_name_or_path": payload["model"]}}
-    except BadInput as exc:
-        return ungraded(payload, "setup", f"bad instance: {exc}", instance.instance_id)
+    except BadInput as exc:  # a bad instance, or an interpreter / repository missing where the job ran
+        return ungraded(payload, "setup", f"cannot be graded here: {exc}", instance.instance_id)
 
 
 def ungraded(payload: Mapping[str, Any], failure_class: str, detail: str, instance_id: str) -> dict[str, Any]:
     """The envelope of a job that produced no grading: an infrastructure failure, with the
     harness's cost still recorded (what the candidate cost does not depend on the grader)."""
     from . import envelope as env
-    from .cost_ledger import run_cost
 
     patch = payload["patch"].encode("utf-8", "surrogateescape")
-    cost = run_cost(HarnessCost(harness=payload["model"], **payload["cost"]), cpu=0.0, wall_time=0.0,
-                    rate=payload["compute_rate"])  # fmt: skip
+    harness = payload["cost"]
+    # nothing ran here: CPU and wall time are unknown (null), never made-up zeros
+    cost = {"tokens": harness["tokens"], "calls": harness["calls"], "cpu": None, "wall_time": None,
+            "dollars": harness["dollars"]}  # fmt: skip
+    breakdown = {"model_dollars": harness["dollars"], "compute_dollars": None,
+                 "compute_rate_per_cpu_second": payload["compute_rate"],
+                 "harness_reported": any(v is not None for v in harness.values()),
+                 "cpu_note": "no grading ran: CPU and wall time not measured"}  # fmt: skip
     envelope = env.build_envelope(
         instance_id=instance_id, score=None, grading=None, no_verdict=f"infrastructure failure ({failure_class}): {detail}",
         session={}, extra={"runner": {"failure_class": failure_class, "failure_detail": detail},
                            "patch_ref": env.patch_ref_of(patch), "harness": payload["model"],
-                           "cost": cost["cost"], "cost_breakdown": cost["breakdown"]},
+                           "cost": cost, "cost_breakdown": breakdown},
     )  # fmt: skip
     envelope["batch"] = {"job_key": payload["key"], "model_name_or_path": payload["model"]}
     return envelope
@@ -361,8 +391,9 @@ def run_local(jobs: Sequence[Job], settings: Mapping[str, Any], workers: int, on
     """
     from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
-    from .testrun import kill_all
+    from .testrun import allow_runs, kill_all
 
+    allow_runs()
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grade")
     pending: dict[Future[dict[str, Any]], Job] = {}
     queue = list(jobs)

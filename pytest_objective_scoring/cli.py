@@ -568,7 +568,7 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
         except batch.BatchError as exc:
             raise CommandError(str(exc)) from None
         finally:
-            signal.signal(signal.SIGTERM, previous)
+            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
         ordered = [rows[job.key] for job in jobs]
         summary = batch.summarize(ordered)
         if todo:

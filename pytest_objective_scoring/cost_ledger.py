@@ -77,7 +77,8 @@ class HarnessCost:
 def _count(value: Any, source: str, field: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != int(value):
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0
+            or value != int(value)):  # fmt: skip
         raise CostError(source, field, f"expected a whole number >= 0, got {value!r}")
     return int(value)
 
@@ -234,8 +235,11 @@ class HarnessSummary:
 def runs_from_entries(scores: Iterable[Mapping[str, Any]], costs: Iterable[Mapping[str, Any]]) -> list[RunCost]:
     """Join the ledger's score and cost entries (``{"seq", "body"}`` dicts) into runs.
 
-    A run graded again with the same harness, instance and patch counts once: the
-    latest entry stands (re-grading must not weigh a candidate twice).
+    A run graded again with the same harness, instance and patch counts once: the latest
+    grading that reached a verdict stands (re-grading must not weigh a candidate twice, and a
+    later infrastructure failure must not erase an earlier verdict); an infrastructure failure
+    counts only when no grading of that candidate reached one. A run without a verdict is an
+    infrastructure failure whatever recorded it.
     """
     cost_of = {c["body"].get("score_seq"): c["body"] for c in costs}
     latest: dict[tuple[str, str, str], RunCost] = {}
@@ -248,17 +252,23 @@ def runs_from_entries(scores: Iterable[Mapping[str, Any]], costs: Iterable[Mappi
         cost = cost_body.get("cost") or {k: cost_body.get(k) for k in COST_FIELDS}
         breakdown = cost_body.get("breakdown") or {}
         harness = str(body.get("harness") or cost_body.get("harness") or UNNAMED)
+        failure = str(body.get("failure_class") or ("none" if score.get("resolved") == "resolved" else "solver"))
+        if not score and failure not in INFRA_CLASSES:
+            failure = "verifier"
         run = RunCost(
             harness=harness,
             instance_id=str(body.get("instance_id")),
-            patch_ref=str(body.get("patch_ref")),
+            patch_ref=str(body.get("patch_ref") or cost_body.get("patch_ref")),
             resolved=score.get("resolved") == "resolved",
-            failure_class=str(body.get("failure_class") or ("none" if score.get("resolved") == "resolved" else "solver")),
+            failure_class=failure,
             cost=cost,
             model_dollars_reported=breakdown.get("model_dollars") is not None,
             seq=int(seq),
         )
-        latest[(run.harness, run.instance_id, run.patch_ref)] = run
+        key = (run.harness, run.instance_id, run.patch_ref)
+        if run.infrastructure and key in latest and not latest[key].infrastructure:
+            continue
+        latest[key] = run
     return sorted(latest.values(), key=lambda r: r.seq)
 
 
@@ -287,6 +297,9 @@ def _summary(harness: str, runs: Sequence[RunCost]) -> HarnessSummary:
         missing = sum(r.cost.get(field) is None for r in counted)
         if missing:
             notes.append(f"{field} not reported by the harness for {missing} of {len(counted)} run(s)")
+    if counted and totals["dollars"] is None:
+        unknown = sum(r.cost.get("dollars") is None for r in counted)
+        notes.append(f"dollars unknown for {unknown} of {len(counted)} run(s): ranked after every harness whose cost is known")
     unpriced = sum(not r.model_dollars_reported for r in counted)
     if unpriced:
         notes.append(f"model dollars not reported for {unpriced} of {len(counted)} run(s): dollars there are compute only")
@@ -315,23 +328,32 @@ def summarize(runs: Iterable[RunCost]) -> list[HarnessSummary]:
     layer 1 is the cost-resolve front. Within a layer, the higher resolve rate ranks first,
     then the cheaper. So an equal resolve rate at a higher cost is always dominated by the
     cheaper harness and sits in a later layer: never ranked equal. Only harnesses equal on
-    both axes share a rank. Harnesses that resolved nothing are layered after all others.
+    both axes share a rank. Harnesses that resolved nothing are layered after all others, and
+    harnesses whose dollars are unknown after those whose dollars are known.
     """
     by_harness: dict[str, list[RunCost]] = {}
     for run in runs:
         by_harness.setdefault(run.harness, []).append(run)
     summaries = [_summary(name, group) for name, group in sorted(by_harness.items())]
     layers: dict[str, int] = {}
-    # A harness that resolves nothing buys nothing at any price: it is never on the front,
-    # and ranks after every harness that resolved something (the cheaper first).
-    resolving = [s for s in summaries if s.resolved]
-    idle = [s for s in summaries if not s.resolved]
+    # A harness that resolves nothing buys nothing at any price: it is never on the front, and
+    # ranks after every harness that resolved something. A harness whose dollars are unknown
+    # cannot be placed against the others' costs: it ranks after those whose cost is known.
+    groups = (
+        [s for s in summaries if s.resolved and s.dollars_per_run is not None],
+        [s for s in summaries if s.resolved and s.dollars_per_run is None],
+        [s for s in summaries if not s.resolved and s.dollars_per_run is not None],
+        [s for s in summaries if not s.resolved and s.dollars_per_run is None],
+    )
     layer = 0
-    for group in (resolving, idle):
+    for group in groups:
         remaining = list(group)
         while remaining:
             layer += 1
             front = [s for s in remaining if not any(_dominates(o, s) for o in remaining if o is not s)]
+            if all(s.dollars_per_run is None for s in front):
+                top = max(s.resolve_rate or 0.0 for s in front)  # no cost to weigh: the rate alone layers them
+                front = [s for s in front if (s.resolve_rate or 0.0) == top]
             for s in front:
                 layers[s.harness] = layer
             remaining = [s for s in remaining if s not in front]

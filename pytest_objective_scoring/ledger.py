@@ -99,7 +99,8 @@ def _migrate(conn: sqlite3.Connection) -> None:
             conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(version),))
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         raise
 
 
@@ -152,7 +153,8 @@ class Ledger:
                 prev = digest
             self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            if self.conn.in_transaction:  # an interrupt right after COMMIT leaves nothing to roll back
+                self.conn.execute("ROLLBACK")
             raise
         return written
 
@@ -210,6 +212,15 @@ def verify(path: str | Path) -> Verification:
 DEFAULT_LEDGER: Final = Path(".objective-scoring") / "ledger.sqlite"
 
 
+def failure_class_of(envelope: Mapping[str, Any]) -> str:
+    """For a run that does not name its failure class (the plugin's): a run with no verdict
+    (interrupted, crashed, --collect-only) is the verifier's failure, never the candidate's."""
+    score = envelope.get("score")
+    if not score:
+        return "verifier"
+    return "none" if score.get("resolved") == "resolved" else "solver"
+
+
 def score_entry(envelope: Mapping[str, Any], source: str) -> dict[str, Any]:
     """What the ledger keeps of a graded run: the Score and every listed test's outcome."""
     runner = envelope.get("runner") or {}
@@ -220,7 +231,7 @@ def score_entry(envelope: Mapping[str, Any], source: str) -> dict[str, Any]:
         "status": envelope.get("status"),
         "no_verdict_reason": envelope.get("no_verdict_reason"),
         "score": envelope.get("score"),
-        "failure_class": runner.get("failure_class") or envelope.get("failure_class"),
+        "failure_class": runner.get("failure_class") or envelope.get("failure_class") or failure_class_of(envelope),
         "patch_ref": (envelope.get("score") or {}).get("patch_ref") or envelope.get("patch_ref"),
         "compat": envelope.get("compat"),
         "tests": [

@@ -316,6 +316,8 @@ class ScoringSession:
         if reason is None and self.config.option.collectonly:
             reason = "--collect-only ran no test"
         score = None
+        # the candidate is named even when there is no verdict, so runs stay apart in the ledger
+        ref = self.settings.patch_ref or worktree_patch_ref(Path(self.config.rootpath), self.settings.out)
         if reason is None:
             by = env.graded_by(
                 mode="plugin",
@@ -325,7 +327,6 @@ class ScoringSession:
                 timeout=_timeout_of(self.config),
                 compat=self.settings.compat,
             )
-            ref = self.settings.patch_ref or worktree_patch_ref(Path(self.config.rootpath), self.settings.out)
             score = make_score(grading, ref, by, int(time.time()))
         flags = [
             {"kind": kind, "detail": f"{nodeid} ({when})"}
@@ -346,7 +347,7 @@ class ScoringSession:
                 "duration": round(time.time() - getattr(self, "started", time.time()), 3),
             },
             integrity=flags,
-            extra=self.cost(),
+            extra={**self.cost(), "patch_ref": ref},
         )
         return self.envelope
 

@@ -104,11 +104,18 @@ def isolation_prefix(network: bool) -> list[str]:
 
 _LIVE_GROUPS: set[int] = set()
 _LIVE_LOCK = threading.Lock()
+_STOPPING = threading.Event()
+
+
+class Interrupted(BaseException):
+    """The grading was stopped from outside (an interrupted batch): not a result, never recorded."""
 
 
 def kill_all() -> int:
-    """Kill every test process group still running (an interrupted batch); returns how many."""
+    """Stop every grading of this process: kill the test process groups still running and refuse
+    to start new ones (a control run, a re-run) until :func:`allow_runs`. Returns how many were killed."""
     with _LIVE_LOCK:
+        _STOPPING.set()
         groups = list(_LIVE_GROUPS)
     for group in groups:
         try:
@@ -116,6 +123,11 @@ def kill_all() -> int:
         except (ProcessLookupError, PermissionError):
             pass
     return len(groups)
+
+
+def allow_runs() -> None:
+    """Let test runs start again after :func:`kill_all`."""
+    _STOPPING.clear()
 
 
 def run_process(
@@ -127,7 +139,9 @@ def run_process(
     the rusage of the child and every descendant it waited for.
     """
     started = time.perf_counter()
-    with open(log, "wb") as out:
+    with _LIVE_LOCK, open(log, "wb") as out:
+        if _STOPPING.is_set():
+            raise Interrupted("the grading was stopped")
         proc = subprocess.Popen(
             list(command),
             cwd=cwd,
@@ -137,7 +151,6 @@ def run_process(
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    with _LIVE_LOCK:
         _LIVE_GROUPS.add(proc.pid)
     waited: dict[str, Any] = {}
 

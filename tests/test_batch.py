@@ -303,3 +303,61 @@ def test_owner_slash_name_layout_is_found_first(tmp_path):
     [instance] = [i for i in load_instances(DATASET) if i.instance_id == "fixtures__textstats-1"]
     found, tried = batch.repo_dir(repos, instance)
     assert found == repos / "fixtures" / "textstats" and tried[0] == found
+
+
+def slow_task(tmp_path: Path, seconds: int) -> tuple[Path, Path, Path]:
+    """A one-test project whose test sleeps, its dataset and an empty-patch prediction."""
+    repos = tmp_path / "repos"
+    project = repos / "acme" / "sleepy"
+    (project / "tests").mkdir(parents=True)
+    (project / "tests" / "test_slow.py").write_text(f"import time\n\ndef test_slow():\n    time.sleep({seconds})\n")
+    dataset = tmp_path / "dataset.jsonl"
+    dataset.write_text(json.dumps({"instance_id": "acme__sleepy-1", "repo": "acme/sleepy", "patch": "",
+                                   "FAIL_TO_PASS": ["tests/test_slow.py::test_slow"], "PASS_TO_PASS": []}) + "\n")  # fmt: skip
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text(json.dumps({"instance_id": "acme__sleepy-1", "model_name_or_path": "m", "model_patch": ""}) + "\n")
+    return repos, dataset, preds
+
+
+def test_an_interrupt_stops_the_running_grading_at_once(tmp_path):
+    repos, dataset, preds = slow_task(tmp_path, 60)
+    ledger = tmp_path / "l.sqlite"
+    command = [sys.executable, "-m", "pytest_objective_scoring", "grade-batch", "--dataset", str(dataset),
+               "--predictions", str(preds), "--repos", str(repos), "--ledger", str(ledger)]  # fmt: skip
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)  # the test run is under way
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    stopped = time.monotonic() - started
+    assert proc.returncode == 130, err
+    assert stopped < 10, f"the batch took {stopped:.1f} s to stop: a control run or the sleeping test ran on"
+    assert score_entries(ledger) == []
+
+
+def test_a_single_gold_prediction_object_in_a_json_file(tmp_path):
+    preds = tmp_path / "one.json"
+    preds.write_text(json.dumps({"instance_id": "fixtures__csvlite-1", "model_name_or_path": "gold"}))
+    [prediction] = batch.load_predictions(preds)
+    assert (prediction.instance_id, prediction.model, prediction.patch) == ("fixtures__csvlite-1", "gold", None)
+
+
+def test_the_job_key_follows_the_checkout_and_the_network_setting(tmp_path):
+    import shutil
+
+    repos = tmp_path / "repos"
+    shutil.copytree(REPOS / "textstats", repos / "textstats")
+    [instance] = [i for i in load_instances(DATASET) if i.instance_id == "fixtures__textstats-1"]
+    prediction = batch.Prediction(instance.instance_id, "m", "", batch.HarnessCost(), "<test>")
+    settings = {"python": sys.executable, "timeout": 60.0, "compat": "strict", "compute_rate": 0.0, "network": False}
+
+    def key(**changes: Any) -> str:
+        [job] = batch.plan_jobs([instance], [prediction], repos, {**settings, **changes})
+        return job.key
+
+    first = key()
+    assert key() == first and key(timeout=5.0, compute_rate=1.0) == first
+    assert key(network=True) != first and key(compat="swebench") != first
+    source = repos / "textstats" / "textstats" / "words.py"
+    source.write_text(source.read_text() + "\n# edited\n")
+    assert key() != first, "a changed checkout is a new job: its old verdicts are not reused"

@@ -47,6 +47,8 @@ def test_every_spelling_of_a_harness_cost_is_read(data, expected):
         ({"tokens": True}, "tokens", "whole number >= 0"),
         ({"dollars": -0.1}, "dollars", "dollars >= 0"),
         ({"dollars": float("nan")}, "dollars", "dollars >= 0"),
+        ({"tokens": float("nan")}, "tokens", "whole number >= 0"),
+        ({"calls": float("inf")}, "calls", "whole number >= 0"),
         ({"cost": {"tokens": -2}}, "cost.tokens", "whole number"),
         ({"cost": 5}, "cost", "expected an object"),
         ({"cost_usd": 1.0}, "cost_usd", "not a cost field"),
@@ -177,6 +179,45 @@ def test_runs_join_scores_to_costs_and_a_regrading_counts_once():
     assert any("model dollars not reported for 1 of 2" in note for note in summary.notes)
 
 
+def entry(seq: int, instance: str, resolved: str | None, failure: str | None, harness: str = "h") -> dict:
+    score = {"resolved": resolved} if resolved else None
+    return {"seq": seq, "body": {"instance_id": instance, "harness": harness, "patch_ref": "p", "failure_class": failure,
+                                 "score": score}}  # fmt: skip
+
+
+def cost_entry(seq: int, of: int, dollars: float | None = 1.0) -> dict:
+    return {"seq": seq, "body": {"score_seq": of, "cost": {"tokens": 1, "calls": 1, "cpu": 1.0, "wall_time": 1.0,
+                                                           "dollars": dollars}, "breakdown": {"model_dollars": 0.5}}}  # fmt: skip
+
+
+def test_a_run_without_a_verdict_is_never_the_candidates_failure_whoever_recorded_it():
+    # a plugin run interrupted or --collect-only: no score, no failure class of its own
+    runs = runs_from_entries([entry(1, "t1", "resolved", None), entry(3, "t2", None, None)],
+                             [cost_entry(2, 1), cost_entry(4, 3)])  # fmt: skip
+    assert [r.failure_class for r in runs] == ["none", "verifier"]
+    [summary] = summarize(runs)
+    assert (summary.runs, summary.resolved, summary.infrastructure_failures) == (1, 1, 1)
+
+
+def test_a_later_infrastructure_failure_does_not_erase_an_earlier_verdict():
+    scores = [entry(1, "t1", "resolved", "none"), entry(3, "t1", None, "setup"), entry(5, "t2", None, "verifier")]
+    runs = runs_from_entries(scores, [cost_entry(2, 1), cost_entry(4, 3), cost_entry(6, 5)])
+    assert [(r.instance_id, r.failure_class, r.seq) for r in runs] == [("t1", "none", 1), ("t2", "verifier", 5)]
+    again = runs_from_entries([*scores, entry(7, "t2", "not_resolved", "solver")],
+                              [cost_entry(2, 1), cost_entry(4, 3), cost_entry(6, 5), cost_entry(8, 7)])  # fmt: skip
+    assert [(r.instance_id, r.failure_class) for r in again] == [("t1", "none"), ("t2", "solver")]
+
+
+def test_a_harness_whose_dollars_are_unknown_ranks_after_every_known_cost():
+    unknown = [run("mystery", f"t{i}", i < 2, None) for i in range(4)]  # type: ignore[arg-type]
+    same = [run("mystery-2", f"t{i}", i < 2, None) for i in range(4)]  # type: ignore[arg-type]
+    summaries = summarize(fleet("known", 1, 4, 0.1) + unknown + same)
+    assert [(s.harness, s.rank, s.pareto_layer) for s in summaries] == [
+        ("known", 1, 1), ("mystery", 2, 2), ("mystery-2", 2, 2)]
+    assert any("dollars unknown for 4 of 4" in note for note in summaries[1].notes)
+    assert not summaries[1].dominated_by
+
+
 def test_the_report_is_json_serialisable_and_deterministic():
     runs = fleet("b", 1, 3, 1.0) + fleet("a", 1, 3, 1.0)
     first = json.dumps([s.to_dict() for s in summarize(runs)], sort_keys=True)
@@ -212,9 +253,18 @@ def test_the_plugin_measures_cpu_of_every_xdist_worker_and_reads_the_harness_cos
     cost_file = pytester.path / "cost.json"
     cost_file.write_text(json.dumps({"model_name_or_path": "agent-7", "tokens": 4200, "calls": 9, "dollars": 0.12}))
     ledger = pytester.path / "ledger.sqlite"
+    import resource
+
+    def children_cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+
+    before = children_cpu()
     result, envelope = run_and_parse(instance, f"--objective-cost={cost_file}", "--objective-compute-rate=0.5",
                                      f"--objective-ledger={ledger}", n=num_processes)  # fmt: skip
+    spent = children_cpu() - before  # everything the pytest process tree used, start-up included
     assert result.ret == 0
+    assert envelope["cost"]["cpu"] <= spent + 0.05, "no process's CPU is counted twice"
     cost, breakdown = envelope["cost"], envelope["cost_breakdown"]
     assert set(cost) == set(COST_FIELDS) and envelope["harness"] == "agent-7"
     assert cost["cpu"] >= 0.8, "the tests' CPU, wherever they ran, is counted"
