@@ -48,6 +48,8 @@ class Prediction:
     patch: str | None
     cost: HarnessCost
     source: str
+    plan: tuple[str, ...] | None = None
+    retrieval: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,8 @@ class Job:
             "model": self.prediction.model,
             "cost": {"tokens": self.prediction.cost.tokens, "calls": self.prediction.cost.calls,
                      "dollars": self.prediction.cost.dollars},  # fmt: skip
+            "plan": list(self.prediction.plan) if self.prediction.plan is not None else None,
+            "retrieval": list(self.prediction.retrieval) if self.prediction.retrieval is not None else None,
             **settings,
         }
 
@@ -134,11 +138,18 @@ def load_predictions(path: str | Path) -> list[Prediction]:
             cost = parse_harness_cost({k: v for k, v in row.items() if k != "model_name_or_path"}, where)
         except CostError as exc:
             raise BatchError(str(exc)) from None
+        artifacts = {}
+        for name in ("plan", "retrieval"):
+            value = row.get(name)
+            if value is not None:
+                if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+                    raise BatchError(f"{where}: field {name!r}: expected a JSON list of non-empty strings")
+                artifacts[name] = tuple(value)
         pair = (row["instance_id"], row["model_name_or_path"])
         if pair in seen:
             raise BatchError(f"{where}: a second prediction of {pair[1]!r} for {pair[0]!r} (first at {seen[pair]})")
         seen[pair] = where
-        predictions.append(Prediction(row["instance_id"], row["model_name_or_path"], patch, cost, where))
+        predictions.append(Prediction(row["instance_id"], row["model_name_or_path"], patch, cost, where, **artifacts))
     if not predictions:
         raise BatchError(f"{path}: holds no predictions")
     return predictions
@@ -258,6 +269,9 @@ def grade_job(payload: Mapping[str, Any]) -> dict[str, Any]:
         harness_cost=harness_cost,
         harness=payload["model"],
         compute_rate=payload["compute_rate"],
+        plan=tuple(payload["plan"]) if payload.get("plan") is not None else None,
+        retrieval=tuple(payload["retrieval"]) if payload.get("retrieval") is not None else None,
+        reruns=int(payload.get("reruns", 0)),
     )
     try:
         return {**grade_candidate(request).envelope, "batch": {"job_key": payload["key"], "model_name_or_path": payload["model"]}}

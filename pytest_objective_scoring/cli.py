@@ -106,6 +106,9 @@ def cmd_grade(args: argparse.Namespace) -> int:
         except CostError as exc:
             raise CommandError(f"--cost {exc}") from None
     request = GradeRequest(
+        plan=_json_list(args.plan, "--plan"),
+        retrieval=_json_list(args.retrieval, "--retrieval"),
+        reruns=args.reruns,
         harness_cost=harness_cost,
         harness=args.harness,
         compute_rate=_rate(args),
@@ -218,6 +221,38 @@ def _report_cost(args: argparse.Namespace, envelope: dict[str, Any]) -> dict[str
                            "harness_reported": bool(harness_cost and harness_cost.reported),
                            "cpu_note": "graded from an outcome file: the tests' CPU was not measured here"},  # fmt: skip
     }
+
+
+def _reruns(value: str) -> int:
+    try:
+        count = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"{value!r}: the number of re-runs must be 0 or more")
+    return count
+
+
+def _json_list(path: str | None, flag: str) -> tuple[str, ...] | None:
+    """A harness artifact: a JSON list of strings, or None when not given."""
+    if path is None:
+        return None
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CommandError(f"{flag} {path}: cannot be read ({exc.strerror})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CommandError(f"{flag} {path}: not JSON ({exc})") from None
+    return artifact_list(data, f"{flag} {path}")
+
+
+def artifact_list(data: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(data, list):
+        raise CommandError(f"{where}: expected a JSON list of strings, got {type(data).__name__}")
+    for index, item in enumerate(data):
+        if not isinstance(item, str) or not item:
+            raise CommandError(f"{where}: item {index}: expected a non-empty string, got {item!r}")
+    return tuple(data)
 
 
 def _rate(args: argparse.Namespace) -> float:
@@ -355,6 +390,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_runner_options(grade)
     options.add_ledger_options(grade.add_argument, prefix="")
     options.add_cost_options(grade.add_argument, prefix="")
+    grade.add_argument("--plan", metavar="FILE", help="The harness's plan artifact (a JSON list of obligations: symbols or files) for the scorecard")
+    grade.add_argument("--retrieval", metavar="FILE", help="The harness's retrieval order (a JSON list of files or path::symbol) for the scorecard")
+    grade.add_argument("--reruns", metavar="N", type=_reruns, default=0,
+                       help="Run the tests N more times in shuffled orders (recorded seeds); the scorecard's robustness")  # fmt: skip
     grade.add_argument("--out", metavar="FILE", help="Write the Score and its envelope as JSON to FILE")
     grade.add_argument("--json", action="store_true", help="Print the envelope as JSON instead of the summary")
     grade.set_defaults(handler=cmd_grade)
@@ -392,6 +431,8 @@ def build_parser() -> argparse.ArgumentParser:
     gb.add_argument("--workers", type=int, default=1, metavar="N", help="Gradings at once on this machine (default: 1)")
     gb.add_argument("--scheduler", metavar="ADDRESS", help="Run the gradings on this Dask scheduler (tcp://host:8786)")
     gb.add_argument("--report", metavar="FILE", help="Write a JSON report with one entry per prediction")
+    gb.add_argument("--reruns", metavar="N", type=_reruns, default=0,
+                    help="Run each candidate's tests N more times in shuffled orders (the scorecard's robustness)")
     gb.add_argument("--retry-infra", action="store_true", help="Grade again predictions whose recorded grading was an infrastructure failure")
     options.add_compat_option(gb.add_argument, prefix="")
     _add_runner_options(gb, keep=False)
@@ -399,6 +440,14 @@ def build_parser() -> argparse.ArgumentParser:
     options.add_cost_options(gb.add_argument, prefix="", cost_file=False)
     gb.add_argument("--json", action="store_true", help="Print the report as JSON instead of the table")
     gb.set_defaults(handler=cmd_grade_batch)
+
+    card = sub.add_parser("scorecard", help="Show a run's hierarchical scorecard, or diff two sets of runs stage by stage",
+                          description="objective-score scorecard RUN | objective-score scorecard diff RUN_A RUN_B",
+                          epilog=SCORECARD_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    card.add_argument("runs", nargs="+", metavar="RUN", help="RUN, or: diff RUN_A RUN_B")
+    card.add_argument("--ledger", metavar="PATH", default=None, help=f"The ledger (default: {DEFAULT_LEDGER})")
+    card.add_argument("--json", action="store_true", help="Print the record(s) or the diff as JSON")
+    card.set_defaults(handler=cmd_scorecard)
 
     costs = sub.add_parser("costs", help="Resolve rate against cost per harness, ranked, with the Pareto front",
                            description="Per harness or model: resolve rate, resolves per dollar, per 1,000 tokens, "
@@ -522,7 +571,7 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
         predictions = batch.load_predictions(args.predictions)
         python = resolve_python(args.python)
         settings = {"python": python, "timeout": args.timeout, "compat": args.compat or "strict",
-                    "compute_rate": _rate(args), "network": args.allow_network}  # fmt: skip
+                    "compute_rate": _rate(args), "network": args.allow_network, "reruns": args.reruns}  # fmt: skip
         repos = Path(args.repos)
         if not repos.is_dir():
             raise CommandError(f"--repos {repos}: not a directory")
@@ -695,6 +744,142 @@ def _costs_table(path: Path, summaries: Sequence[Any]) -> None:
             console.print(f"{s.harness}: dominated by {', '.join(s.dominated_by)} (as good or better, for less)")
         for note in s.notes:
             console.print(f"{s.harness}: {note}")
+
+
+SCORECARD_EPILOG = """\
+RUN selects graded runs in the ledger:
+  12            the run whose score entry is seq 12 (see objective-score ledger show)
+  12,15,18      those runs            12-20   the runs with score seq 12 to 20
+  harness:NAME  every run of that harness (the latest per instance and patch)
+  last          the latest run
+
+objective-score scorecard RUN shows one run's three planes (component metrics, end to
+end, economics); with several runs, their means. objective-score scorecard diff A B
+compares two sets stage by stage and names the stage that moved, e.g.
+  localization.file_recall 51% → 62%; end_to_end.resolved flat: the gain is held by a
+  later stage (patching.apply 40% → 41%)
+Booleans are shown as the share of runs where they hold; a metric that could not be
+computed for a run (no gold patch, no retrieval order, no re-runs) is left out of its mean.
+"""
+
+
+def _scorecard_entries(path: Path) -> list[dict[str, Any]]:
+    from .ledger import Ledger
+
+    with Ledger(path) as ledger:
+        return [{"seq": e.seq, **e.data} for e in ledger.entries("scorecard")]
+
+
+def select_scorecards(entries: Sequence[dict[str, Any]], selector: str) -> list[dict[str, Any]]:
+    """The scorecard entries a RUN selector names (see SCORECARD_EPILOG)."""
+    if not entries:
+        raise CommandError("the ledger holds no scorecard (grade a candidate with objective-score grade first)")
+    by_score = {e["score_seq"]: e for e in entries}
+    if selector == "last":
+        return [entries[-1]]
+    if selector.startswith("harness:"):
+        name = selector.split(":", 1)[1]
+        latest = {(e["instance_id"], e["patch_ref"]): e for e in entries if e.get("harness") == name}
+        if not latest:
+            known = sorted({str(e.get("harness")) for e in entries})
+            raise CommandError(f"RUN {selector}: no scorecard of harness {name!r} (harnesses: {', '.join(known)})")
+        return sorted(latest.values(), key=lambda e: e["seq"])
+    try:
+        if "-" in selector:
+            low, high = (int(part) for part in selector.split("-", 1))
+            seqs = [s for s in sorted(by_score) if low <= s <= high]
+        else:
+            seqs = [int(part) for part in selector.split(",")]
+    except ValueError:
+        raise CommandError(f"RUN {selector!r}: expected a score seq (12), a list (12,15), a range (12-20), "
+                           "harness:NAME or last") from None  # fmt: skip
+    missing = [s for s in seqs if s not in by_score]
+    if missing or not seqs:
+        raise CommandError(f"RUN {selector}: no scorecard for score entry {missing[0] if missing else selector} "
+                           f"(runs with scorecards: {_few_seqs(sorted(by_score))})")  # fmt: skip
+    return [by_score[s] for s in seqs]
+
+
+def _few_seqs(seqs: Sequence[int]) -> str:
+    return ", ".join(map(str, seqs[:12])) + (", ..." if len(seqs) > 12 else "")
+
+
+def cmd_scorecard(args: argparse.Namespace) -> int:
+    from . import scorecard as sc
+
+    words = list(args.runs)
+    path = _ledger_path(args)
+    entries = _scorecard_entries(path)
+    if words[0] == "diff":
+        if len(words) != 3:
+            raise CommandError("usage: objective-score scorecard diff RUN_A RUN_B")
+        a, b = select_scorecards(entries, words[1]), select_scorecards(entries, words[2])
+        result = sc.diff([e["scorecard"] for e in a], [e["scorecard"] for e in b])
+        result["selectors"] = {"a": words[1], "b": words[2]}
+        if args.json:
+            print(json.dumps(result, indent=2, ensure_ascii=False))
+        else:
+            _scorecard_diff_table(result)
+        return 0
+    if len(words) != 1:
+        raise CommandError("usage: objective-score scorecard RUN  (or: scorecard diff RUN_A RUN_B)")
+    chosen = select_scorecards(entries, words[0])
+    if args.json:
+        if len(chosen) == 1:
+            print(json.dumps({"seq": chosen[0]["seq"], "score_seq": chosen[0]["score_seq"],
+                              "failure_class": chosen[0].get("failure_class"), "scorecard": chosen[0]["scorecard"],
+                              "details": chosen[0].get("details")}, indent=2, ensure_ascii=False))  # fmt: skip
+        else:
+            print(json.dumps({"runs": [e["score_seq"] for e in chosen],
+                              "means": sc.means([e["scorecard"] for e in chosen])}, indent=2))  # fmt: skip
+        return 0
+    _scorecard_table(chosen, sc.means([e["scorecard"] for e in chosen]))
+    return 0
+
+
+def _scorecard_table(chosen: Sequence[dict[str, Any]], means: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from .scorecard import METRICS, show_value
+
+    single = len(chosen) == 1
+    title = (f"scorecard {chosen[0]['scorecard']['run_id']} of {chosen[0]['instance_id']} (score seq {chosen[0]['score_seq']}, "
+             f"harness {chosen[0].get('harness') or '-'}, failure class {chosen[0].get('failure_class')})"
+             if single else f"mean scorecard of {len(chosen)} runs")  # fmt: skip
+    table = Table(title=title)
+    for column in ("plane", "stage", "metric", "value"):
+        table.add_column(column)
+    for metric, _ in METRICS:
+        stage, name = metric.split(".")
+        plane = "end to end" if stage == "end_to_end" else "component metrics"
+        value = chosen[0]["scorecard"]["end_to_end"]["resolved"] if single and metric == "end_to_end.resolved" else show_value(metric, means[metric])
+        table.add_row(plane, "" if stage == "end_to_end" else stage, name, value)
+    for field in ("tokens", "calls", "cpu", "wall_time", "dollars"):
+        table.add_row("economics", "", field, show_value(f"economics.{field}", means[f"economics.{field}"]))
+    console = Console() if Console().is_terminal else Console(width=140)
+    console.print(table)
+
+
+def _scorecard_diff_table(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from .scorecard import show_value
+
+    table = Table(title=f"scorecard diff: A = {result['selectors']['a']} ({result['runs']['a']} runs), "
+                        f"B = {result['selectors']['b']} ({result['runs']['b']} runs)")  # fmt: skip
+    for column in ("metric", "A", "B", "change"):
+        table.add_column(column)
+    for row in result["metrics"]:
+        style = {"better": "green", "worse": "red"}.get(row["change"], "")
+        change = f"[{style}]{row['change']}[/{style}]" if style else row["change"]
+        table.add_row(row["metric"], show_value(row["metric"], row["a"]), show_value(row["metric"], row["b"]), change)
+    for row in result["economics"]:
+        table.add_row(row["metric"], show_value(row["metric"], row["a"]), show_value(row["metric"], row["b"]), "")
+    console = Console() if Console().is_terminal else Console(width=140)
+    console.print(table)
+    console.print(result["attribution"])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -245,7 +245,7 @@ def score_entry(envelope: Mapping[str, Any], source: str) -> dict[str, Any]:
 def run_entries(
     envelope: Mapping[str, Any], source: str, extra: Mapping[str, Any] | None = None
 ) -> list[tuple[str, Callable[[list[Entry]], Any]]]:
-    """The ledger entries of one graded run: its score, and its cost when measured."""
+    """The ledger entries of one graded run: its score, its cost when measured, its scorecard when made."""
     score = {**score_entry(envelope, source), **(extra or {})}
     items: list[tuple[str, Callable[[list[Entry]], Any]]] = [("score", lambda _: score)]
     cost = envelope.get("cost")
@@ -257,6 +257,17 @@ def run_entries(
             "score_seq": written[0].seq,
             "cost": cost,
             "breakdown": envelope.get("cost_breakdown") or {},
+        }))  # fmt: skip
+    card = envelope.get("scorecard")
+    if card:
+        items.append(("scorecard", lambda written: {
+            "instance_id": score["instance_id"],
+            "patch_ref": score["patch_ref"],
+            "harness": score["harness"],
+            "score_seq": written[0].seq,
+            "failure_class": score["failure_class"],
+            "scorecard": card,
+            "details": envelope.get("scorecard_details") or {},
         }))  # fmt: skip
     return items
 

@@ -344,11 +344,29 @@ class FileRecorder:
 _prepend_import_roots()
 
 
+class Shuffler(object):
+    """A perturbed re-run: the collected tests in an order drawn from a recorded seed."""
+
+    def __init__(self, seed):
+        # type: (int) -> None
+        self.seed = seed
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items):
+        # type: (Any) -> None
+        import random
+
+        random.Random(self.seed).shuffle(items)
+
+
 def pytest_configure(config):
     # type: (Any) -> None
     path = os.environ.get(ENV_RECORD)
     if not path:
         return
+    seed = os.environ.get("OBJECTIVE_SCORING_SHUFFLE_SEED")
+    if seed:
+        config.pluginmanager.register(Shuffler(int(seed)), "objective-scoring-shuffler")
     if not config.pluginmanager.has_plugin("objective-scoring-flagger"):
         config.pluginmanager.register(ReportFlagger(), "objective-scoring-flagger")
     if not hasattr(config, "workerinput"):

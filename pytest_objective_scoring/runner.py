@@ -35,12 +35,14 @@ from . import protect
 from .cost_ledger import DEFAULT_COMPUTE_RATE, HarnessCost, run_cost
 from .instances import Instance
 from .scorer import Grading, exit_status_note, grade, make_score
-from .testrun import RunRecord, assess, network_isolation, pid_isolation, run_tests
+from .testrun import RunRecord, assess, isolation_prefix, network_isolation, pid_isolation, run_process, run_tests
 from .workspace import (
     BadInput,
     InfraFailure,
     apply_candidate,
     apply_test_patch,
+    base_env,
+    base_text,
     changed_files,
     prepare_copy,
     reset,
@@ -70,6 +72,9 @@ class GradeRequest:
     harness_cost: HarnessCost | None = None
     harness: str | None = None
     compute_rate: float = DEFAULT_COMPUTE_RATE
+    plan: tuple[str, ...] | None = None
+    retrieval: tuple[str, ...] | None = None
+    reruns: int = 0
 
 
 @dataclass
@@ -122,6 +127,10 @@ class _Grading:
         self.steps: list[dict[str, Any]] = []
         self.runs: list[RunRecord] = []
         self.integrity: list[dict[str, str]] = []
+        self.applied = False
+        self.patched: dict[str, str] = {}  # the candidate's Python files as applied, read before any test ran
+        self.build: tuple[bool, str | None] = (False, "the candidate was not applied")
+        self.reruns: list[dict[str, Any]] = []
         self.runner: dict[str, Any] = {
             "repo": str(request.repo),
             "base_commit": self.instance.base_commit,
@@ -146,10 +155,10 @@ class _Grading:
         harness = request.harness or (request.harness_cost.harness if request.harness_cost else None)
         return {"harness": harness, "cost": entry["cost"], "cost_breakdown": entry["breakdown"]}
 
-    def run(self, label: str, test_files: list[str]) -> RunRecord:
+    def run(self, label: str, test_files: list[str], shuffle_seed: int | None = None) -> RunRecord:
         record = run_tests(copy=self.copy, original=self.request.repo, workspace=self.workspace, python=self.python,
                            test_files=test_files, timeout=self.request.timeout, network=self.request.network,
-                           label=label)  # fmt: skip
+                           label=label, shuffle_seed=shuffle_seed)  # fmt: skip
         self.runs.append(record)
         return record
 
@@ -181,7 +190,10 @@ class _Grading:
             return self.tampered(f"the patch changed protected files that could not be put back: {', '.join(stuck)}")
         changed = changed_files(self.copy, self.baseline)
         self.runner["apply"]["changed"] = changed
+        self.applied = True
+        self.patched = self.read_python(changed)
         self.step("apply")
+        self.build = self.build_check()
         if self.test_patch:
             apply_test_patch(self.copy, self.baseline, self.test_patch, self.test_patch_files, self.workspace)
         self.step("test_patch")
@@ -224,7 +236,89 @@ class _Grading:
             return self.attribute(reason, failure, test_files, unless_control_does=(changes, grading, run))
         if reason is not None:
             return self.attribute(reason, failure, test_files)
+        self.perturbed_reruns(test_files)
         return self.verdict(grading, run.session or {}, run)
+
+    # -------------------------------------------------------------- scorecard inputs
+
+    def read_python(self, paths: list[str]) -> dict[str, str]:
+        texts = {}
+        for path in paths:
+            file = self.copy / path
+            if path.endswith(".py") and file.is_file():
+                texts[path] = file.read_bytes().decode("utf-8", "surrogateescape")
+        return texts
+
+    def build_check(self) -> tuple[bool, str | None]:
+        """``patching.build``: the instance's ``build_command`` exits 0, or every patched Python
+        module compiles. Runs right after the candidate is applied, before any test."""
+        command = self.instance.get("build_command")
+        if isinstance(command, str) and command.strip():
+            log = self.workspace / "build.log"
+            code, timed_out, _, cpu = run_process([*isolation_prefix(self.request.network), "/bin/sh", "-c", command],
+                                                  cwd=self.copy, env={**base_env(), "HOME": str(self.workspace)},
+                                                  timeout=min(self.request.timeout, 900.0), log=log)  # fmt: skip
+            self.runs.append(RunRecord(command=["/bin/sh", "-c", command], label="build", cpu=cpu))
+            self.step("build")
+            if code == 0:
+                return True, None
+            tail = log.read_text(encoding="utf-8", errors="replace")[-300:]
+            return False, f"build_command {'timed out' if timed_out else f'exited {code}'}: {tail.strip()}"
+        from .symbols import python_check
+
+        for path, text in sorted(self.patched.items()):
+            _, compiles, error = python_check(path, text)
+            if not compiles:
+                return False, error
+        return True, None
+
+    def perturbed_reruns(self, test_files: list[str]) -> None:
+        """``--reruns N``: the tests again, N times, each in an order drawn from a recorded seed."""
+        import hashlib
+
+        for index in range(self.request.reruns):
+            digest = hashlib.sha256(f"{self.instance.instance_id}:{self.patch_ref}:{index}".encode()).hexdigest()
+            seed = int(digest[:8], 16)
+            run = self.run(f"rerun-{index + 1}", test_files, shuffle_seed=seed)
+            grading, reason, _ = assess(run, self.instance, self.request.compat, self.copy, self.request.timeout)
+            resolved = reason is None and grading.fail_to_pass.verdict == "satisfied" and grading.pass_to_pass.verdict == "satisfied"
+            self.reruns.append({"seed": seed, "resolved": resolved, "no_verdict_reason": reason,
+                                "fail_to_pass": grading.fail_to_pass.passed, "pass_to_pass": grading.pass_to_pass.passed})  # fmt: skip
+        if self.request.reruns:
+            self.step("reruns")
+
+    def scorecard(self, envelope: dict[str, Any]) -> None:
+        """Put the run's Scorecard (and what it was computed from) in the envelope."""
+        from .scorecard import build_scorecard
+        from .symbols import PatchError, Touched, python_check, touched
+
+        def base(path: str) -> str | None:
+            return base_text(self.copy, self.baseline, path)
+
+        notes = []
+        try:
+            candidate = touched(self.request.patch.decode("utf-8", "surrogateescape"), base, self.patched.get)
+            well_formed = True
+        except PatchError as exc:
+            candidate, well_formed = Touched(frozenset(), frozenset(), ()), False
+            notes.append(f"the candidate is not a well-formed diff: {exc}")
+        gold = None
+        if self.instance.patch and self.instance.patch.strip():
+            try:
+                gold = touched(self.instance.patch, base)
+            except PatchError as exc:
+                notes.append(f"the gold patch is not a well-formed diff: localization is not computed ({exc})")
+        parse_errors = [e for _, (ok, _, e) in ((p, python_check(p, t)) for p, t in sorted(self.patched.items())) if not ok]
+        card, details = build_scorecard(
+            task_id=self.instance.instance_id, envelope=envelope, instance_fields=self.instance.fields, gold=gold,
+            candidate=candidate, applied=self.applied, parse_ok=well_formed and not parse_errors,
+            build_ok=self.applied and self.build[0], plan=self.request.plan, retrieval=self.request.retrieval,
+            reruns=[r["resolved"] for r in self.reruns],
+        )  # fmt: skip
+        details.update(parse_errors=parse_errors, build_error=None if self.build[0] else self.build[1],
+                       rerun_seeds=self.reruns, notes=notes)  # fmt: skip
+        envelope["scorecard"] = card.to_dict()
+        envelope["scorecard_details"] = details
 
     def attribute(
         self,
@@ -296,6 +390,7 @@ class _Grading:
             integrity=self.integrity,
             extra={"runner": self.runner, **self.cost(), "patch_ref": self.patch_ref},
         )  # fmt: skip
+        self.scorecard(envelope)
         return GradeResult(envelope, EXIT_RESOLVED if failure_class == "none" else EXIT_NOT_RESOLVED, failure_class)
 
     def tampered(self, reason: str) -> GradeResult:
@@ -318,6 +413,7 @@ class _Grading:
             instance_id=self.instance.instance_id, score=score, grading=grading, no_verdict=None, session={},
             extra={"runner": self.runner, **self.cost(), "patch_ref": self.patch_ref}, patch_applied=False,
         )  # fmt: skip
+        self.scorecard(envelope)
         return GradeResult(envelope, EXIT_NOT_RESOLVED, "patch_apply")
 
     def infrastructure(self, failure_class: str, detail: str) -> GradeResult:

@@ -195,6 +195,7 @@ def run_tests(
     timeout: float,
     network: bool,
     label: str,
+    shuffle_seed: int | None = None,
 ) -> RunRecord:
     """Run pytest on ``test_files`` in ``copy`` and collect the recorder's facts."""
     tools = workspace / "tools"
@@ -217,6 +218,8 @@ def run_tests(
         OBJECTIVE_SCORING_COPY=str(copy.resolve()),
         OBJECTIVE_SCORING_ORIGINAL=str(original.resolve()),
     )
+    if shuffle_seed is not None:
+        environ["OBJECTIVE_SCORING_SHUFFLE_SEED"] = str(shuffle_seed)
     (workspace / "home").mkdir(exist_ok=True)
     (workspace / "tmp").mkdir(exist_ok=True)
     # --maxfail=0 after the repository's addopts undoes a configured -x: every listed test must run.

@@ -226,6 +226,17 @@ def _inside(target: Path, copy: Path, guarded: Sequence[str]) -> bool:
     )
 
 
+def base_text(copy: Path, baseline: str, path: str) -> str | None:
+    """A file's text at the baseline commit of the copy (None when it does not exist there)."""
+    result = subprocess.run(
+        ["git", "show", f"{baseline}:{path}"], cwd=copy, capture_output=True, stdin=subprocess.DEVNULL,
+        env={**base_env(), "GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1"},
+    )  # fmt: skip
+    if result.returncode != 0:
+        return None
+    return result.stdout.decode("utf-8", "surrogateescape")
+
+
 def changed_files(copy: Path, baseline: str) -> list[str]:
     """Files the working tree of the copy changes against the baseline (tracked and untracked)."""
     tracked = git(copy, "diff", "--name-only", "-z", baseline).stdout.split("\0")

@@ -84,6 +84,11 @@ def test_grade_batch_grades_every_prediction_records_it_and_costs_ranks_the_harn
         costs = {e.data["score_seq"]: e.data for e in opened.entries("cost")}
         [summary] = [e.data for e in opened.entries("batch")]
     assert summary["graded"] == 18 and summary["resumed"] == 0
+    with Ledger(ledger) as opened:
+        cards = {e.data["score_seq"]: e.data for e in opened.entries("scorecard")}
+    assert len(cards) == 18, "every graded prediction has its scorecard"
+    recall = {c["harness"]: c["scorecard"]["component_metrics"]["localization"]["file_recall"] for c in cards.values()}
+    assert recall["cheap-fix"] == 1.0 and recall["tamperer"] == 0.0
     tamperer = next(c for c in costs.values() if c["harness"] == "tamperer")
     assert tamperer["cost"]["tokens"] == 10000 and tamperer["cost"]["calls"] == 6  # SWE-agent's model_stats
     assert tamperer["breakdown"]["model_dollars"] == 0.25 and tamperer["cost"]["cpu"] > 0
@@ -112,11 +117,17 @@ def test_grade_batch_grades_every_prediction_records_it_and_costs_ranks_the_harn
 def test_gold_predictions_and_swe_agent_preds_json(tmp_path):
     instances = {i.instance_id for i in load_instances(DATASET)}
     preds = tmp_path / "preds.json"  # SWE-agent's shape: an object keyed by instance id; gold = the dataset's patch
-    preds.write_text(json.dumps({iid: {"model_name_or_path": "gold"} for iid in sorted(instances)}))
-    result = batch_cli("--json", "--workers", "2", ledger=tmp_path / "l.sqlite", preds=preds)
+    preds.write_text(json.dumps({iid: {"model_name_or_path": "gold", "retrieval": ["README.md", "tests"]}
+                                 for iid in sorted(instances)}))  # fmt: skip
+    ledger = tmp_path / "l.sqlite"
+    result = batch_cli("--json", "--workers", "2", "--reruns", "1", ledger=ledger, preds=preds)
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)["results"]
     assert {r["instance_id"] for r in rows} == instances and {r["failure_class"] for r in rows} == {"resolved"}
+    with Ledger(ledger) as opened:
+        cards = [e.data["scorecard"] for e in opened.entries("scorecard")]
+    assert [c["end_to_end"]["robustness"] for c in cards] == [1.0, 1.0, 1.0]  # --reruns 1, each still resolved
+    assert [c["component_metrics"]["localization"]["target_rank"] for c in cards] == [3, 3, 3]  # no gold file: past the end
 
 
 # ---------------------------------------------------------------- resuming
@@ -264,6 +275,8 @@ def test_an_unreachable_scheduler_is_a_clear_error(tmp_path):
         ('{"instance_id": "fixtures__textstats-1", "model_name_or_path": "m"}\n', "field 'model_patch' is missing"),
         ('{"instance_id": "fixtures__textstats-1", "model_name_or_path": "m", "model_patch": "", "tokens": -5}\n',
          "field 'tokens': expected a whole number"),
+        ('{"instance_id": "fixtures__textstats-1", "model_name_or_path": "m", "model_patch": "", "plan": "fix it"}\n',
+         "field 'plan': expected a JSON list of non-empty strings"),
         ('{"instance_id": "fixtures__textstats-1", "model_name_or_path": "m", "model_patch": ""}\n' * 2,
          "a second prediction of 'm' for 'fixtures__textstats-1' (first at"),
         ('{"instance_id": "fixtures__textstats-2", "model_name_or_path": "m", "model_patch": ""}\n',

@@ -166,13 +166,14 @@ def test_grade_appends_score_and_cost_and_the_cli_reads_them(tmp_path):
     table = run_cli("ledger", "show", "--ledger", str(ledger))
     assert "fixtures__intervals-1" in table.stdout and "not_resolved" in table.stdout
     verified = run_cli("ledger", "verify", "--ledger", str(ledger), "--json")
-    assert verified.returncode == 0 and json.loads(verified.stdout) == {"ledger": str(ledger), "rows": 4, "ok": True,
+    assert verified.returncode == 0 and json.loads(verified.stdout) == {"ledger": str(ledger), "rows": 6, "ok": True,
                                                                        "problems": []}  # fmt: skip
     exported = run_cli("ledger", "export", "--ledger", str(ledger))
-    assert [json.loads(line)["kind"] for line in exported.stdout.splitlines()] == ["score", "cost", "score", "cost"]
-    _tamper(ledger, "UPDATE entries SET body = '{}' WHERE seq = 3")
+    kinds = [json.loads(line)["kind"] for line in exported.stdout.splitlines()]
+    assert kinds == ["score", "cost", "scorecard"] * 2
+    _tamper(ledger, "UPDATE entries SET body = '{}' WHERE seq = 4")
     broken = run_cli("ledger", "verify", "--ledger", str(ledger))
-    assert broken.returncode == 1 and "row 3 (score) was edited" in broken.stdout
+    assert broken.returncode == 1 and "row 4 (score) was edited" in broken.stdout
 
 
 def test_no_ledger_and_missing_ledger(tmp_path):

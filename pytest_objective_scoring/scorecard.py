@@ -1,0 +1,390 @@
+"""The hierarchical scorecard (spec 3.3, 5.2, build phase 3): where a gain was won or lost.
+
+The ``Scorecard`` and its sub-records have exactly the spec's fields::
+
+    Scorecard { run_id, task_id, component_metrics, end_to_end, economics }
+    ComponentMetrics { localization, planning, patching, structure, testing }
+    LocalizationMetrics { file_recall, symbol_recall, target_rank }
+    Planning { obligations_recovered }      Patching { apply, parse, build }
+    Structure { correct_entities_touched, unnecessary_entities_touched }
+    Testing { bug_tests_exercised, regression_tests_exercised }
+    EndToEnd { resolved, regressions, robustness }
+    Economics { tokens, calls, cpu, wall_time, dollars }
+
+Every metric is computed here from ground truth by :func:`build_scorecard` (the gold
+patch, the candidate patch, the executed outcomes, the re-runs, the measured cost);
+none is ever read from the harness's opinion of itself. A metric that cannot be
+computed (no gold patch, no retrieval order, no re-runs) is ``None`` (JSON ``null``),
+never a guess. What each value was computed from lives beside the record, in
+``details``. :func:`diff` compares two sets of scorecards stage by stage and names the
+stage that moved. Pure functions; this module never imports pytest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from typing import Any, Final, Iterable, Mapping, Sequence
+
+__all__ = [
+    "METRICS",
+    "ComponentMetrics",
+    "Economics",
+    "EndToEnd",
+    "LocalizationMetrics",
+    "Patching",
+    "Planning",
+    "Scorecard",
+    "Structure",
+    "Testing",
+    "build_scorecard",
+    "diff",
+    "obligations_of",
+    "target_rank",
+]
+
+# Outcomes in which a test's body ran (its call phase executed).
+EXERCISED: Final = frozenset({"passed", "failed", "xpassed", "xpassed_strict", "xfailed", "tampered"})
+
+
+@dataclass(frozen=True)
+class LocalizationMetrics:
+    file_recall: float | None
+    symbol_recall: float | None
+    target_rank: int | None
+
+
+@dataclass(frozen=True)
+class Planning:
+    obligations_recovered: float | None
+
+
+@dataclass(frozen=True)
+class Patching:
+    apply: bool
+    parse: bool
+    build: bool
+
+
+@dataclass(frozen=True)
+class Structure:
+    correct_entities_touched: int | None
+    unnecessary_entities_touched: int | None
+
+
+@dataclass(frozen=True)
+class Testing:
+    __test__ = False  # not a test class, wherever it is imported
+
+    bug_tests_exercised: bool
+    regression_tests_exercised: bool
+
+
+@dataclass(frozen=True)
+class ComponentMetrics:
+    localization: LocalizationMetrics
+    planning: Planning
+    patching: Patching
+    structure: Structure
+    testing: Testing
+
+
+@dataclass(frozen=True)
+class EndToEnd:
+    resolved: str
+    regressions: int | None
+    robustness: float | None
+
+
+@dataclass(frozen=True)
+class Economics:
+    tokens: int | None
+    calls: int | None
+    cpu: float | None
+    wall_time: float | None
+    dollars: float | None
+
+
+@dataclass(frozen=True)
+class Scorecard:
+    run_id: str
+    task_id: str
+    component_metrics: ComponentMetrics
+    end_to_end: EndToEnd
+    economics: Economics
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Scorecard:
+        """Rebuild a recorded scorecard; a missing or extra field is refused (exact records)."""
+
+        def take(kind: type, value: Any, where: str) -> Any:
+            if not isinstance(value, Mapping):
+                raise ValueError(f"{where}: expected an object, got {value!r}")
+            names = [f for f in kind.__dataclass_fields__]
+            if set(value) != set(names):
+                extra, missing = sorted(set(value) - set(names)), sorted(set(names) - set(value))
+                raise ValueError(f"{where}: fields differ from the spec's (extra {extra}, missing {missing})")
+            return value
+
+        take(cls, data, "Scorecard")
+        cm = take(ComponentMetrics, data["component_metrics"], "component_metrics")
+        return cls(
+            run_id=str(data["run_id"]),
+            task_id=str(data["task_id"]),
+            component_metrics=ComponentMetrics(
+                localization=LocalizationMetrics(**take(LocalizationMetrics, cm["localization"], "localization")),
+                planning=Planning(**take(Planning, cm["planning"], "planning")),
+                patching=Patching(**take(Patching, cm["patching"], "patching")),
+                structure=Structure(**take(Structure, cm["structure"], "structure")),
+                testing=Testing(**take(Testing, cm["testing"], "testing")),
+            ),
+            end_to_end=EndToEnd(**take(EndToEnd, data["end_to_end"], "end_to_end")),
+            economics=Economics(**take(Economics, data["economics"], "economics")),
+        )
+
+
+# ---------------------------------------------------------------------- computing the metrics
+
+
+def _share(hit: Iterable[str], of: frozenset[str] | set[str]) -> float | None:
+    return len(set(hit) & set(of)) / len(of) if of else None
+
+
+def _file_of(item: str) -> str:
+    return item.split("::", 1)[0]
+
+
+def target_rank(retrieval: Sequence[str] | None, gold_files: Iterable[str]) -> int | None:
+    """1-based rank of the first retrieved item in a gold-touched file (an item is a path, or
+    ``path::symbol``); ``len(retrieval) + 1`` when none is; ``None`` without a retrieval order."""
+    if retrieval is None:
+        return None
+    gold = set(gold_files)
+    for rank, item in enumerate(retrieval, 1):
+        if _file_of(item) in gold:
+            return rank
+    return len(retrieval) + 1
+
+
+def obligations_of(instance_fields: Mapping[str, Any], gold_symbols: Iterable[str]) -> list[str]:
+    """The instance's own ``obligations`` list when it has one, else the gold patch's touched symbols."""
+    own = instance_fields.get("obligations")
+    if isinstance(own, list) and all(isinstance(o, str) for o in own) and own:
+        return list(own)
+    return sorted(gold_symbols)
+
+
+def _recovered(obligation: str, present: set[str]) -> bool:
+    """An obligation ``path::qualname`` is met by that exact entity, or by its bare ``qualname``;
+    a module-level one (``path::<module>``) or a file (``path``) also by the bare path."""
+    if obligation in present:
+        return True
+    path, _, qualname = obligation.partition("::")
+    if qualname and qualname != "<module>" and qualname in present:
+        return True
+    return (not qualname or qualname == "<module>") and path in present
+
+
+def _exercised(tests: Sequence[Mapping[str, Any]], gate: str) -> bool:
+    listed = [t for t in tests if t.get("gate") == gate]
+    return all(t.get("outcome") in EXERCISED for t in listed)
+
+
+def run_id_of(task_id: str, patch_ref: str, graded_at: Any, harness: Any) -> str:
+    text = json.dumps([task_id, patch_ref, graded_at, harness], sort_keys=True)
+    return "run-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def build_scorecard(
+    *,
+    task_id: str,
+    envelope: Mapping[str, Any],
+    instance_fields: Mapping[str, Any],
+    gold: Any,
+    candidate: Any,
+    applied: bool,
+    parse_ok: bool,
+    build_ok: bool,
+    plan: Sequence[str] | None = None,
+    retrieval: Sequence[str] | None = None,
+    reruns: Sequence[bool] = (),
+) -> tuple[Scorecard, dict[str, Any]]:
+    """The scorecard of one graded run, and the details it was computed from.
+
+    ``gold`` and ``candidate`` are :class:`~.symbols.Touched` (files and entities), ``gold``
+    ``None`` when the instance has no gold patch. ``envelope`` is the graded run's (its Score,
+    tests and cost). ``reruns`` says, for each perturbed re-run, whether it was resolved.
+    """
+    score = envelope.get("score") or {}
+    tests = envelope.get("tests") or []
+    gold_files = frozenset(gold.files) if gold is not None else frozenset()
+    gold_entities = frozenset(gold.symbols) if gold is not None else frozenset()
+    cand_files, cand_entities = frozenset(candidate.files), frozenset(candidate.symbols)
+    obligations = obligations_of(instance_fields, gold_entities)
+    present = set(plan) if plan is not None else set(cand_entities)
+    met = [o for o in obligations if _recovered(o, present)]
+    p2p = score.get("pass_to_pass") or {}
+    cost = envelope.get("cost") or {}
+    card = Scorecard(
+        run_id=run_id_of(task_id, str(score.get("patch_ref") or envelope.get("patch_ref")), score.get("graded_at"),
+                         envelope.get("harness")),  # fmt: skip
+        task_id=task_id,
+        component_metrics=ComponentMetrics(
+            localization=LocalizationMetrics(
+                file_recall=_share(cand_files, gold_files),
+                symbol_recall=_share(cand_entities, gold_entities),
+                target_rank=target_rank(retrieval, gold_files),
+            ),
+            planning=Planning(obligations_recovered=len(met) / len(obligations) if obligations else None),
+            patching=Patching(apply=applied, parse=parse_ok, build=build_ok),
+            structure=Structure(
+                correct_entities_touched=len(cand_entities & gold_entities) if gold is not None else None,
+                unnecessary_entities_touched=len(cand_entities - gold_entities) if gold is not None else None,
+            ),
+            testing=Testing(
+                bug_tests_exercised=bool(score) and _exercised(tests, "FAIL_TO_PASS"),
+                regression_tests_exercised=bool(score) and _exercised(tests, "PASS_TO_PASS"),
+            ),
+        ),
+        end_to_end=EndToEnd(
+            resolved=score.get("resolved") or "not_resolved",
+            regressions=(p2p["total"] - p2p["passed"]) if p2p else None,
+            robustness=(sum(reruns) / len(reruns)) if reruns else None,
+        ),
+        economics=Economics(**{k: cost.get(k) for k in ("tokens", "calls", "cpu", "wall_time", "dollars")}),
+    )
+    details = {
+        "gold": {"files": sorted(gold_files), "entities": sorted(gold_entities)} if gold is not None else None,
+        "candidate": {"files": sorted(cand_files), "entities": sorted(cand_entities),
+                      "unparsable": list(candidate.unparsable)},  # fmt: skip
+        "matched_entities": sorted(cand_entities & gold_entities),
+        "obligations": {"source": "instance" if obligations and obligations != sorted(gold_entities) else "gold patch",
+                        "from": "plan" if plan is not None else "candidate patch", "all": obligations, "met": met},  # fmt: skip
+        "retrieval": {"items": len(retrieval), "first_gold_item": _first_gold(retrieval, gold_files)} if retrieval is not None else None,
+        "reruns": list(reruns),
+        "no_verdict": not score,
+    }
+    return card, details
+
+
+def _first_gold(retrieval: Sequence[str], gold_files: frozenset[str]) -> str | None:
+    return next((item for item in retrieval if _file_of(item) in gold_files), None)
+
+
+# ---------------------------------------------------------------------- comparing sets of runs
+
+# (stage.metric, direction): +1 higher is better, -1 lower is better; in the coding loop's order.
+METRICS: Final = (
+    ("localization.file_recall", 1),
+    ("localization.symbol_recall", 1),
+    ("localization.target_rank", -1),
+    ("planning.obligations_recovered", 1),
+    ("patching.apply", 1),
+    ("patching.parse", 1),
+    ("patching.build", 1),
+    ("structure.correct_entities_touched", 1),
+    ("structure.unnecessary_entities_touched", -1),
+    ("testing.bug_tests_exercised", 1),
+    ("testing.regression_tests_exercised", 1),
+    ("end_to_end.resolved", 1),
+    ("end_to_end.regressions", -1),
+    ("end_to_end.robustness", 1),
+)
+# Metrics that are shares of runs or of items: the bottleneck is the lowest of them.
+RATES: Final = frozenset(
+    {"localization.file_recall", "localization.symbol_recall", "planning.obligations_recovered", "patching.apply",
+     "patching.parse", "patching.build", "testing.bug_tests_exercised", "testing.regression_tests_exercised"}
+)  # fmt: skip
+ECONOMICS: Final = ("tokens", "calls", "cpu", "wall_time", "dollars")
+
+
+def _value(card: Mapping[str, Any], metric: str) -> float | None:
+    stage, name = metric.split(".")
+    if stage == "end_to_end":
+        value = card["end_to_end"][name]
+        if name == "resolved":
+            return 1.0 if value == "resolved" else 0.0
+    else:
+        value = card["component_metrics"][stage][name]
+    if value is None:
+        return None
+    return float(value)
+
+
+def means(cards: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
+    """Per metric, the mean over the scorecards where it is defined (booleans as shares)."""
+    result: dict[str, float | None] = {}
+    for metric, _ in METRICS:
+        values = [v for v in (_value(c, metric) for c in cards) if v is not None]
+        result[metric] = sum(values) / len(values) if values else None
+    for field in ECONOMICS:
+        values = [c["economics"][field] for c in cards if c["economics"].get(field) is not None]
+        result[f"economics.{field}"] = sum(values) / len(values) if values else None
+    return result
+
+
+def show_value(metric: str, value: float | None) -> str:
+    """A metric's value as the tables and the attribution sentence print it."""
+    if value is None:
+        return "n/a"
+    if metric in RATES or metric in ("end_to_end.resolved", "end_to_end.robustness"):
+        return f"{value:.0%}"
+    return f"{value:.4g}"
+
+
+_show = show_value
+
+
+def diff(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Compare two sets of scorecards (A before, B after) stage by stage and name what moved.
+
+    A metric moved when its mean differs. The attribution: the earliest stage whose metric
+    moved is named; when ``end_to_end.resolved`` stayed flat while an earlier stage gained,
+    the gain is held by a later stage: the lowest rate, after the change, among the stages
+    after the gain that did not gain too (the bottleneck), or, when every one of them is at
+    100%, by the fix itself (everything upstream is right and the tests still fail).
+    """
+    ma, mb = means(a), means(b)
+    rows = []
+    for metric, direction in METRICS:
+        va, vb = ma[metric], mb[metric]
+        moved = va is not None and vb is not None and abs(vb - va) > 1e-12
+        better = moved and (vb - va) * direction > 0  # type: ignore[operator]
+        rows.append({"metric": metric, "a": va, "b": vb, "moved": moved,
+                     "change": ("better" if better else "worse") if moved else ("flat" if va is not None and vb is not None else "n/a")})  # fmt: skip
+    economics = [{"metric": f"economics.{f}", "a": ma[f"economics.{f}"], "b": mb[f"economics.{f}"]} for f in ECONOMICS]
+    return {"runs": {"a": len(a), "b": len(b)}, "metrics": rows, "economics": economics,
+            "attribution": _attribute(rows, mb)}  # fmt: skip
+
+
+def _attribute(rows: Sequence[Mapping[str, Any]], after: Mapping[str, float | None]) -> str:
+    by_metric = {row["metric"]: row for row in rows}
+    moved = [row for row in rows if row["moved"] and not row["metric"].startswith("end_to_end")]
+    end = by_metric["end_to_end.resolved"]
+    phrase = "; ".join(f"{r['metric']} {_show(r['metric'], r['a'])} → {_show(r['metric'], r['b'])}" for r in moved)
+    if end["moved"]:
+        head = f"end_to_end.resolved {_show('end_to_end.resolved', end['a'])} → {_show('end_to_end.resolved', end['b'])}"
+        if not moved:
+            return f"{head}; no earlier stage moved: the change is in the fix itself"
+        return f"{phrase}; {head}: the earliest stage that moved is {moved[0]['metric'].split('.')[0]}"
+    if not moved:
+        return "no stage moved"
+    gains = [r for r in moved if r["change"] == "better"]
+    if not gains:
+        return f"{phrase}; end_to_end.resolved flat"
+    first = METRICS.index(next((m, d) for m, d in METRICS if m == gains[0]["metric"]))
+    # the stages after the gain that did not gain with it: the lowest of them is where the gap sits
+    later = [m for m, _ in METRICS[first + 1 :] if m in RATES and after.get(m) is not None
+             and m.split(".")[0] != gains[0]["metric"].split(".")[0] and by_metric[m]["change"] != "better"]  # fmt: skip
+    if later:
+        bottleneck = min(later, key=lambda m: after[m])  # type: ignore[arg-type,return-value]
+        if (after[bottleneck] or 0.0) < 1.0:
+            row = by_metric[bottleneck]
+            return (f"{phrase}; end_to_end.resolved flat: the gain is held by a later stage "
+                    f"({bottleneck} {_show(bottleneck, row['a'])} → {_show(bottleneck, row['b'])})")  # fmt: skip
+    return (f"{phrase}; end_to_end.resolved flat: every later stage that did not gain is at 100%, "
+            "the gain is held by the fix itself")  # fmt: skip

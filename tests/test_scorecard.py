@@ -1,0 +1,345 @@
+"""The Scorecard record, each metric on known answers, and the stage-by-stage diff."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from typing import Any, NamedTuple
+
+import pytest
+
+from pytest_objective_scoring import scorecard as sc
+from pytest_objective_scoring.scorecard import (
+    ComponentMetrics,
+    Economics,
+    EndToEnd,
+    LocalizationMetrics,
+    Patching,
+    Planning,
+    Scorecard,
+    Structure,
+    Testing,
+    build_scorecard,
+    obligations_of,
+    target_rank,
+)
+
+
+class T(NamedTuple):
+    """What symbols.touched returns: files, entities, files located at file level."""
+
+    files: frozenset[str]
+    symbols: frozenset[str]
+    unparsable: tuple[str, ...] = ()
+
+
+def touched(*entities: str) -> T:
+    return T(frozenset(e.split("::")[0] for e in entities), frozenset(entities))
+
+
+GOLD = touched("src/a.py::Parser.parse", "src/a.py::helper", "src/b.py::<module>", "docs/notes.md")
+
+
+def envelope(resolved: bool = True, p2p_broken: int = 0, outcomes: dict[str, str] | None = None) -> dict[str, Any]:
+    outcomes = outcomes or {}
+    tests = [{"id": "t::f1", "gate": "FAIL_TO_PASS", "outcome": outcomes.get("t::f1", "passed")},
+             {"id": "t::p1", "gate": "PASS_TO_PASS", "outcome": outcomes.get("t::p1", "passed")},
+             {"id": "t::p2", "gate": "PASS_TO_PASS", "outcome": outcomes.get("t::p2", "passed")}]  # fmt: skip
+    return {
+        "score": {"instance_id": "x-1", "patch_ref": "sha256:c", "resolved": "resolved" if resolved else "not_resolved",
+                  "fail_to_pass": {"total": 1, "passed": 1 if resolved else 0, "verdict": "satisfied"},
+                  "pass_to_pass": {"total": 2, "passed": 2 - p2p_broken, "verdict": "satisfied"},
+                  "graded_by": "g", "graded_at": 1},  # fmt: skip
+        "tests": tests,
+        "harness": "h",
+        "cost": {"tokens": 100, "calls": 2, "cpu": 1.5, "wall_time": 2.0, "dollars": 0.25},
+    }
+
+
+def card(candidate: T, gold: T | None = GOLD, **kwargs: Any) -> tuple[Scorecard, dict[str, Any]]:
+    args: dict[str, Any] = {"task_id": "x-1", "envelope": envelope(), "instance_fields": {}, "gold": gold,
+                            "candidate": candidate, "applied": True, "parse_ok": True, "build_ok": True}  # fmt: skip
+    args.update(kwargs)
+    return build_scorecard(**args)
+
+
+# ---------------------------------------------------------------- exact records
+
+
+def test_the_records_have_exactly_the_spec_fields():
+    def names(kind: type) -> list[str]:
+        return [f.name for f in fields(kind)]
+
+    assert names(Scorecard) == ["run_id", "task_id", "component_metrics", "end_to_end", "economics"]
+    assert names(ComponentMetrics) == ["localization", "planning", "patching", "structure", "testing"]
+    assert names(LocalizationMetrics) == ["file_recall", "symbol_recall", "target_rank"]
+    assert names(Planning) == ["obligations_recovered"]
+    assert names(Patching) == ["apply", "parse", "build"]
+    assert names(Structure) == ["correct_entities_touched", "unnecessary_entities_touched"]
+    assert names(Testing) == ["bug_tests_exercised", "regression_tests_exercised"]
+    assert names(EndToEnd) == ["resolved", "regressions", "robustness"]
+    assert names(Economics) == ["tokens", "calls", "cpu", "wall_time", "dollars"]
+
+
+def test_a_recorded_scorecard_round_trips_and_extra_or_missing_fields_are_refused():
+    record, _ = card(touched("src/a.py::helper"))
+    data = json.loads(json.dumps(record.to_dict()))
+    assert Scorecard.from_dict(data) == record
+    data["component_metrics"]["patching"]["looks_right"] = True
+    with pytest.raises(ValueError, match=r"patching: fields differ from the spec's \(extra \['looks_right'\]"):
+        Scorecard.from_dict(data)
+    del data["component_metrics"]["patching"]["looks_right"]
+    del data["economics"]["dollars"]
+    with pytest.raises(ValueError, match=r"economics: .*missing \['dollars'\]"):
+        Scorecard.from_dict(data)
+
+
+# ---------------------------------------------------------------- localization and structure
+
+
+def test_recalls_and_entities_against_the_gold_patch():
+    record, details = card(touched("src/a.py::helper", "src/a.py::Other.method", "README.md"))
+    loc, structure = record.component_metrics.localization, record.component_metrics.structure
+    assert loc.file_recall == pytest.approx(1 / 3)  # src/a.py of {src/a.py, src/b.py, docs/notes.md}
+    assert loc.symbol_recall == pytest.approx(1 / 4)
+    assert (structure.correct_entities_touched, structure.unnecessary_entities_touched) == (1, 2)
+    assert details["matched_entities"] == ["src/a.py::helper"]
+
+
+def test_a_candidate_that_touches_nothing_the_gold_touches():
+    record, _ = card(touched("lib/other.py::f"))
+    assert record.component_metrics.localization.file_recall == 0.0
+    assert record.component_metrics.localization.symbol_recall == 0.0
+    assert record.component_metrics.structure == Structure(0, 1)
+
+
+def test_without_a_gold_patch_localization_and_structure_are_not_computed():
+    record, details = card(touched("src/a.py::f"), gold=None)
+    assert record.component_metrics.localization == LocalizationMetrics(None, None, None)
+    assert record.component_metrics.structure == Structure(None, None)
+    assert details["gold"] is None
+
+
+@pytest.mark.parametrize(
+    ("retrieval", "rank"),
+    [
+        (None, None),
+        (["src/b.py", "src/a.py"], 1),
+        (["lib/x.py", "lib/y.py::f", "src/a.py::Parser.parse"], 3),
+        (["lib/x.py", "lib/y.py"], 3),  # no gold file: past the end
+        ([], 1),
+    ],
+)
+def test_target_rank_is_the_first_gold_file_in_the_retrieval_order(retrieval, rank):
+    assert target_rank(retrieval, GOLD.files) == rank
+
+
+# ---------------------------------------------------------------- planning
+
+
+def test_obligations_default_to_the_gold_symbols_and_an_instance_may_list_its_own():
+    assert obligations_of({}, GOLD.symbols) == sorted(GOLD.symbols)
+    assert obligations_of({"obligations": ["handle empty input"]}, GOLD.symbols) == ["handle empty input"]
+    assert obligations_of({"obligations": []}, GOLD.symbols) == sorted(GOLD.symbols)
+
+
+def test_obligations_recovered_from_the_plan_or_else_from_the_candidate_patch():
+    plan = ["Parser.parse", "src/b.py", "something else"]  # bare qualname; a module-level obligation by its path
+    record, details = card(touched("src/a.py::helper"), plan=plan)
+    assert record.component_metrics.planning.obligations_recovered == 0.5
+    assert details["obligations"]["met"] == ["src/a.py::Parser.parse", "src/b.py::<module>"]
+    without_plan, details = card(touched("src/a.py::helper", "docs/notes.md"))
+    assert without_plan.component_metrics.planning.obligations_recovered == 0.5
+    assert details["obligations"]["from"] == "candidate patch"
+    own, _ = card(touched("src/a.py::helper"), instance_fields={"obligations": ["src/a.py::helper", "src/c.py::new"]})
+    assert own.component_metrics.planning.obligations_recovered == 0.5
+
+
+# ---------------------------------------------------------------- testing and end to end
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "bug", "regression"),
+    [
+        ({}, True, True),
+        ({"t::f1": "failed"}, True, True),
+        ({"t::f1": "skipped"}, False, True),
+        ({"t::p2": "missing"}, True, False),
+        ({"t::p1": "error"}, True, False),  # an error at setup: the test body never ran
+        ({"t::f1": "xfailed"}, True, True),
+    ],
+)
+def test_a_suite_is_exercised_only_when_every_test_of_it_ran(outcomes, bug, regression):
+    record, _ = card(touched("src/a.py::helper"), envelope=envelope(outcomes=outcomes))
+    assert record.component_metrics.testing == Testing(bug, regression)
+
+
+def test_end_to_end_and_economics_are_read_off_the_graded_run():
+    record, _ = card(touched("src/a.py::helper"), envelope=envelope(resolved=False, p2p_broken=1),
+                     reruns=[True, False, True, True])  # fmt: skip
+    assert record.end_to_end == EndToEnd("not_resolved", 1, 0.75)
+    assert record.economics == Economics(100, 2, 1.5, 2.0, 0.25)
+    assert card(touched("src/a.py::helper"))[0].end_to_end.robustness is None  # no re-runs: not measured
+
+
+def test_a_run_without_a_verdict_is_not_resolved_with_nothing_exercised():
+    no_verdict = {**envelope(), "score": None}
+    record, details = card(touched("src/a.py::helper"), envelope=no_verdict)
+    assert record.end_to_end == EndToEnd("not_resolved", None, None)
+    assert record.component_metrics.testing == Testing(False, False) and details["no_verdict"]
+
+
+# ---------------------------------------------------------------- diff and attribution
+
+
+def as_dict(candidate: T, **kwargs: Any) -> dict[str, Any]:
+    return card(candidate, **kwargs)[0].to_dict()
+
+
+def test_diff_names_the_stage_that_moved_when_end_to_end_is_flat():
+    flat = envelope(resolved=False)
+    before = [as_dict(touched("lib/x.py::f"), envelope=flat), as_dict(touched("src/a.py::helper"), envelope=flat)]
+    after = [as_dict(touched("src/a.py::helper", "src/b.py::<module>"), envelope=flat, parse_ok=False),
+             as_dict(touched("src/a.py::helper"), envelope=flat)]  # fmt: skip
+    result = sc.diff(before, after)
+    rows = {r["metric"]: r for r in result["metrics"]}
+    assert rows["localization.file_recall"]["change"] == "better"
+    assert rows["end_to_end.resolved"]["change"] == "flat"
+    assert result["attribution"].startswith("localization.file_recall 17% → 50%")
+    assert "end_to_end.resolved flat: the gain is held by a later stage (patching.parse 100% → 50%)" in result["attribution"]
+
+
+def test_diff_when_every_later_stage_is_whole_the_fix_itself_holds_the_gain():
+    flat = envelope(resolved=False)
+    result = sc.diff([as_dict(touched("lib/x.py::f"), envelope=flat)], [as_dict(touched("src/a.py::helper"), envelope=flat)])
+    assert result["attribution"].endswith(
+        "end_to_end.resolved flat: every later stage that did not gain is at 100%, the gain is held by the fix itself")
+
+
+def test_diff_when_end_to_end_moves_names_the_earliest_stage():
+    result = sc.diff([as_dict(touched("lib/x.py::f"), envelope=envelope(resolved=False))],
+                     [as_dict(touched("src/a.py::helper"), envelope=envelope(resolved=True))])  # fmt: skip
+    assert "end_to_end.resolved 0% → 100%: the earliest stage that moved is localization" in result["attribution"]
+    same = [as_dict(touched("src/a.py::helper"))]
+    assert sc.diff(same, same)["attribution"] == "no stage moved"
+
+
+def test_lower_is_better_for_rank_unnecessary_entities_and_regressions():
+    a = [as_dict(touched("src/a.py::helper", "lib/x.py::f"), retrieval=["lib/x.py", "src/a.py"], envelope=envelope(p2p_broken=1))]
+    b = [as_dict(touched("src/a.py::helper"), retrieval=["src/a.py"], envelope=envelope())]
+    rows = {r["metric"]: r["change"] for r in sc.diff(a, b)["metrics"]}
+    assert rows["localization.target_rank"] == "better"
+    assert rows["structure.unnecessary_entities_touched"] == "better"
+    assert rows["end_to_end.regressions"] == "better"
+
+
+# ---------------------------------------------------------------- on real graded runs (build phase 3)
+
+
+@pytest.mark.slow
+def test_phase_3_localization_improved_end_to_end_flat_the_gain_is_attributed_to_localization(tmp_path):
+    from .conftest import FIXTURES
+    from .runner_helpers import run_cli
+
+    ledger = str(tmp_path / "ledger.sqlite")
+    common = ["--repo", str(FIXTURES / "repos" / "intervals"), "--instance", str(FIXTURES / "instances" / "intervals.json"),
+              "--ledger", ledger]  # fmt: skip
+    seqs = {}
+    for candidate in ("scorecard_wrong_file", "scorecard_right_symbol", "scorecard_syntax_error"):
+        graded = run_cli("grade", *common, "--patch", str(FIXTURES / "patches" / "intervals" / f"{candidate}.diff"),
+                         "--harness", candidate, "--json")  # fmt: skip
+        assert graded.returncode == 1, graded.stderr  # none of them resolves the task
+        envelope = json.loads(graded.stdout)
+        assert set(envelope["scorecard"]) == {"run_id", "task_id", "component_metrics", "end_to_end", "economics"}
+        assert envelope["scorecard"]["economics"]["cpu"] > 0 and envelope["scorecard"]["economics"]["wall_time"] > 0
+        seqs[candidate] = json.loads(run_cli("ledger", "show", "--ledger", ledger, "--json").stdout)[-1]["seq"]
+    before, after, broken = (str(seqs[c]) for c in ("scorecard_wrong_file", "scorecard_right_symbol", "scorecard_syntax_error"))
+
+    result = run_cli("scorecard", "diff", before, after, "--ledger", ledger, "--json")
+    assert result.returncode == 0, result.stderr
+    moved = json.loads(result.stdout)
+    rows = {r["metric"]: r for r in moved["metrics"]}
+    assert (rows["localization.file_recall"]["a"], rows["localization.file_recall"]["b"]) == (0.0, 1.0)
+    assert rows["localization.symbol_recall"]["change"] == "better"
+    assert rows["end_to_end.resolved"]["change"] == "flat"
+    assert moved["attribution"].startswith("localization.file_recall 0% → 100%; localization.symbol_recall 0% → 100%")
+    assert "end_to_end.resolved flat: every later stage that did not gain is at 100%" in moved["attribution"]
+
+    held = json.loads(run_cli("scorecard", "diff", before, broken, "--ledger", ledger, "--json").stdout)
+    assert held["attribution"].startswith("localization.file_recall 0% → 100%")
+    assert held["attribution"].endswith("end_to_end.resolved flat: the gain is held by a later stage (patching.parse 100% → 0%)")
+
+    table = run_cli("scorecard", "diff", before, broken, "--ledger", ledger)
+    assert "localization.file_recall" in table.stdout and "the gain is held by a later stage" in table.stdout
+    shown = run_cli("scorecard", after, "--ledger", ledger)
+    assert "file_recall" in shown.stdout and "100%" in shown.stdout and "economics" in shown.stdout
+    record = json.loads(run_cli("scorecard", after, "--ledger", ledger, "--json").stdout)
+    assert record["scorecard"]["component_metrics"]["localization"]["symbol_recall"] == 1.0
+    assert record["details"]["candidate"]["entities"] == ["src/intervals/interval.py::Interval.overlaps"]
+    sets = json.loads(run_cli("scorecard", "diff", f"harness:scorecard_wrong_file", f"{after},{broken}", "--ledger", ledger,
+                              "--json").stdout)  # fmt: skip
+    assert sets["runs"] == {"a": 1, "b": 2}
+    assert {r["metric"]: r["b"] for r in sets["metrics"]}["patching.parse"] == 0.5
+    bad = run_cli("scorecard", "99", "--ledger", ledger)
+    assert bad.returncode == 2 and "no scorecard for score entry 99" in bad.stderr
+
+
+@pytest.mark.slow
+def test_plan_retrieval_and_reruns_feed_planning_target_rank_and_robustness(tmp_path):
+    from .conftest import FIXTURES
+    from .runner_helpers import run_cli
+
+    plan, retrieval = tmp_path / "plan.json", tmp_path / "retrieval.json"
+    plan.write_text(json.dumps(["Interval.overlaps", "merge"]))
+    retrieval.write_text(json.dumps(["src/intervals/merge.py::merge", "src/intervals/interval.py::Interval.overlaps"]))
+    graded = run_cli("grade", "--repo", str(FIXTURES / "repos" / "intervals"), "--instance",
+                     str(FIXTURES / "instances" / "intervals.json"), "--patch",
+                     str(FIXTURES / "patches" / "intervals" / "gold.diff"), "--no-ledger", "--json", "--plan", str(plan),
+                     "--retrieval", str(retrieval), "--reruns", "2")  # fmt: skip
+    assert graded.returncode == 0, graded.stderr
+    envelope = json.loads(graded.stdout)
+    metrics = envelope["scorecard"]["component_metrics"]
+    assert metrics["localization"]["target_rank"] == 2 and metrics["planning"]["obligations_recovered"] == 1.0
+    assert envelope["scorecard"]["end_to_end"]["robustness"] == 1.0
+    seeds = envelope["scorecard_details"]["rerun_seeds"]
+    assert len(seeds) == 2 and all(r["resolved"] for r in seeds) and seeds[0]["seed"] != seeds[1]["seed"]
+    assert [s["name"] for s in envelope["runner"]["steps"]][-1] == "reruns"
+    plan.write_text('{"not": "a list"}')
+    bad = run_cli("grade", "--repo", str(FIXTURES / "repos" / "intervals"), "--instance",
+                  str(FIXTURES / "instances" / "intervals.json"), "--patch",
+                  str(FIXTURES / "patches" / "intervals" / "gold.diff"), "--no-ledger", "--plan", str(plan))  # fmt: skip
+    assert bad.returncode == 2 and f"--plan {plan}: expected a JSON list of strings, got dict" in bad.stderr
+
+
+ORDER_DEPENDENT = """
+STATE = []
+
+
+def test_a():
+    STATE.append("a")
+
+
+def test_b():
+    assert STATE == ["a"], "test_b only passes right after test_a"
+"""
+
+
+@pytest.mark.slow
+def test_reruns_in_shuffled_orders_show_an_order_dependent_verdict(tmp_path):
+    from pytest_objective_scoring.instances import parse_instance
+
+    from .runner_helpers import grade
+
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "tests" / "test_order.py").write_text(ORDER_DEPENDENT)
+    instance = parse_instance({"instance_id": "order-1", "FAIL_TO_PASS": ["tests/test_order.py::test_a"],
+                               "PASS_TO_PASS": ["tests/test_order.py::test_b"]})  # fmt: skip
+    result = grade("order", b"", repo=repo, instance=instance, reruns=6)
+    assert result.score["resolved"] == "resolved"  # collected in file order, it passes
+    reruns = result.envelope["scorecard_details"]["rerun_seeds"]
+    robustness = result.envelope["scorecard"]["end_to_end"]["robustness"]
+    assert 0 < robustness < 1, reruns
+    assert robustness == sum(r["resolved"] for r in reruns) / 6
+    again = grade("order", b"", repo=repo, instance=instance, reruns=6)
+    assert again.envelope["scorecard_details"]["rerun_seeds"] == reruns, "recorded seeds: the re-runs repeat"
