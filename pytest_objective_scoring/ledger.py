@@ -248,27 +248,17 @@ def run_entries(
     """The ledger entries of one graded run: its score, its cost when measured, its scorecard when made."""
     score = {**score_entry(envelope, source), **(extra or {})}
     items: list[tuple[str, Callable[[list[Entry]], Any]]] = [("score", lambda _: score)]
-    cost = envelope.get("cost")
-    if cost:
-        items.append(("cost", lambda written: {
-            "instance_id": score["instance_id"],
-            "patch_ref": score["patch_ref"],
-            "harness": score["harness"],
-            "score_seq": written[0].seq,
-            "cost": cost,
-            "breakdown": envelope.get("cost_breakdown") or {},
-        }))  # fmt: skip
-    card = envelope.get("scorecard")
-    if card:
-        items.append(("scorecard", lambda written: {
-            "instance_id": score["instance_id"],
-            "patch_ref": score["patch_ref"],
-            "harness": score["harness"],
-            "score_seq": written[0].seq,
-            "failure_class": score["failure_class"],
-            "scorecard": card,
-            "details": envelope.get("scorecard_details") or {},
-        }))  # fmt: skip
+
+    def linked(body: Mapping[str, Any]) -> Callable[[list[Entry]], Any]:
+        """An entry that belongs to the run's score entry, written just before it."""
+        return lambda written: {"instance_id": score["instance_id"], "patch_ref": score["patch_ref"],
+                                "harness": score["harness"], "score_seq": written[0].seq, **body}  # fmt: skip
+
+    if envelope.get("cost"):
+        items.append(("cost", linked({"cost": envelope["cost"], "breakdown": envelope.get("cost_breakdown") or {}})))
+    if envelope.get("scorecard"):
+        items.append(("scorecard", linked({"failure_class": score["failure_class"], "scorecard": envelope["scorecard"],
+                                           "details": envelope.get("scorecard_details") or {}})))  # fmt: skip
     return items
 
 
