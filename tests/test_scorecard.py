@@ -343,3 +343,16 @@ def test_reruns_in_shuffled_orders_show_an_order_dependent_verdict(tmp_path):
     assert robustness == sum(r["resolved"] for r in reruns) / 6
     again = grade("order", b"", repo=repo, instance=instance, reruns=6)
     assert again.envelope["scorecard_details"]["rerun_seeds"] == reruns, "recorded seeds: the re-runs repeat"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("command", "built"), [("test -f src/intervals/interval.py", True), ("exit 3", False)])
+def test_the_instances_build_command_decides_patching_build(command, built):
+    from .runner_helpers import grade, instance_of, patch_of
+
+    result = grade("intervals", patch_of("intervals", "gold"), instance=instance_of("intervals", build_command=command))
+    assert result.envelope["scorecard"]["component_metrics"]["patching"]["build"] is built
+    assert "build" in [s["name"] for s in result.envelope["runner"]["steps"]]
+    if not built:
+        assert result.envelope["scorecard_details"]["build_error"].startswith("build_command exited 3")
+    assert result.score["resolved"] == "resolved"  # the build metric never changes the executed verdict
