@@ -112,6 +112,11 @@ def _rows(path: Path, text: str) -> Iterator[tuple[str, Any]]:
                 raise BatchError(f"{path}:{lineno}: invalid JSON in JSONL line: {exc.msg}") from None
 
 
+def read_rows(path: Path, text: str) -> Iterator[tuple[str, Any]]:
+    """``(where, row)`` for every row of a JSONL, JSON list or JSON object file (where: file and line or item)."""
+    return _rows(path, text)
+
+
 def load_predictions(path: str | Path) -> list[Prediction]:
     """Every prediction of a file, validated; duplicates of (instance, model) are refused."""
     path = Path(path)

@@ -441,6 +441,11 @@ def build_parser() -> argparse.ArgumentParser:
     gb.add_argument("--json", action="store_true", help="Print the report as JSON instead of the table")
     gb.set_defaults(handler=cmd_grade_batch)
 
+    from . import ab_commands, sets_commands
+
+    sets_commands.add_parser(sub)
+    ab_commands.add_parser(sub)
+
     card = sub.add_parser("scorecard", help="Show a run's hierarchical scorecard, or diff two sets of runs stage by stage",
                           description="objective-score scorecard RUN | objective-score scorecard diff RUN_A RUN_B",
                           epilog=SCORECARD_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -560,6 +565,50 @@ both axes share a rank. A ratio is shown as '-' when its denominator is unknown
 """
 
 
+def grade_jobs(
+    ledger: Any, jobs: Sequence[Any], settings: dict[str, Any], *, workers: int, scheduler: str | None,
+    retry_infra: bool = False, quiet: bool = False,
+) -> tuple[dict[str, dict[str, Any]], list[Any]]:
+    """Grade the jobs not yet in the ledger (locally or on a cluster), recording each result as it
+    arrives; returns every job's report row by job key, and the jobs that were graded now.
+    SIGTERM stops it like Ctrl-C (KeyboardInterrupt); what was recorded stays recorded."""
+    import signal
+
+    from . import batch
+
+    rows: dict[str, dict[str, Any]] = {}
+    done = batch.recorded_jobs(ledger)
+    todo = []
+    for job in jobs:
+        recorded = done.get(job.key)
+        if recorded is not None and not (retry_infra and recorded.get("outcome") == "infrastructure_failure"):
+            rows[job.key] = batch.result_row(job, None, recorded, recorded["seq"])
+        elif job.key not in {j.key for j in todo}:
+            todo.append(job)
+    progress = _BatchProgress(len({j.key for j in jobs}), len(rows), quiet=quiet)
+
+    def on_result(job: Any, envelope: dict[str, Any]) -> None:
+        seq = batch.record_result(ledger, envelope)
+        rows[job.key] = batch.result_row(job, envelope, None, seq)
+        progress.advance(job, rows[job.key])
+
+    def terminate(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, terminate)  # a killed batch stops like an interrupted one
+    try:
+        with progress:
+            if scheduler:
+                batch.run_cluster(todo, settings, scheduler, on_result)
+            else:
+                batch.run_local(todo, settings, workers, on_result)
+    except batch.BatchError as exc:
+        raise CommandError(str(exc)) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+    return rows, todo
+
+
 def cmd_grade_batch(args: argparse.Namespace) -> int:
     from . import batch
     from .instances import InstanceError, load_instances
@@ -581,43 +630,14 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise CommandError(f"--workers {args.workers}: expected at least 1")
     ledger_path = Path(args.ledger) if args.ledger else DEFAULT_LEDGER
-    rows: dict[str, dict[str, Any]] = {}
     with Ledger(ledger_path) as ledger:
-        done = batch.recorded_jobs(ledger)
-        todo = []
-        for job in jobs:
-            recorded = done.get(job.key)
-            if recorded is not None and not (args.retry_infra and recorded.get("outcome") == "infrastructure_failure"):
-                rows[job.key] = batch.result_row(job, None, recorded, recorded["seq"])
-            else:
-                todo.append(job)
-        progress = _BatchProgress(len(jobs), len(jobs) - len(todo), quiet=args.json)
-
-        def on_result(job: Any, envelope: dict[str, Any]) -> None:
-            seq = batch.record_result(ledger, envelope)
-            rows[job.key] = batch.result_row(job, envelope, None, seq)
-            progress.advance(job, rows[job.key])
-
-        def terminate(signum: int, frame: Any) -> None:
-            raise KeyboardInterrupt
-
-        import signal
-
-        previous = signal.signal(signal.SIGTERM, terminate)  # a killed batch stops like an interrupted one
         try:
-            with progress:
-                if args.scheduler:
-                    batch.run_cluster(todo, settings, args.scheduler, on_result)
-                else:
-                    batch.run_local(todo, settings, args.workers, on_result)
+            rows, todo = grade_jobs(ledger, jobs, settings, workers=args.workers, scheduler=args.scheduler,
+                                    retry_infra=args.retry_infra, quiet=args.json)  # fmt: skip
         except KeyboardInterrupt:
-            print(f"objective-score grade-batch: interrupted; {len(rows)} of {len(jobs)} results are in {ledger_path}; "
+            print(f"objective-score grade-batch: interrupted; the results so far are in {ledger_path}; "
                   "run the same command again to resume", file=sys.stderr)  # fmt: skip
             return 130
-        except batch.BatchError as exc:
-            raise CommandError(str(exc)) from None
-        finally:
-            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
         ordered = [rows[job.key] for job in jobs]
         summary = batch.summarize(ordered)
         if todo:
@@ -887,10 +907,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     from .ledger import LedgerError
+    from .sets import SetError
 
     try:
         return handler(args)
-    except (CommandError, LedgerError) as exc:
+    except (CommandError, LedgerError, SetError) as exc:
         print(f"objective-score {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

@@ -1,0 +1,433 @@
+"""``objective-score ab preregister|run|show|report``: the controlled A/B comparison, thin.
+
+The rules and statistics are in :mod:`.ab`; grading reuses ``grade-batch``'s machinery
+(the same jobs, the same resume, the same ledger records).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from . import ab
+
+DEFAULT_LEDGER = Path(".objective-scoring") / "ledger.sqlite"
+
+AB_EPILOG = """\
+A walk-through is in docs/ab.md. In short:
+
+  objective-score sets create regression --role regression --dataset data.jsonl --source static:fixtures
+  objective-score ab preregister experiment.json           # before any outcome is graded
+  objective-score ab run experiment.json --arm baseline=base.jsonl --arm candidate=cand.jsonl \\
+      --dataset data.jsonl --repos checkouts/
+  objective-score ab report my-experiment --out report/     # Markdown and a self-contained HTML page
+
+The manifest is hashed into the ledger at preregistration and cannot change afterwards.
+Each arm's predictions carry a seed (one of the manifest's) and may declare the frozen
+fields they ran under; a declared field that differs from the manifest refuses the run, an
+undeclared one makes the evidence undetermined. Every arm must cover exactly the task set
+on every seed. The comparison burns the tasks it used.
+"""
+
+
+def _error(message: str) -> Exception:
+    from .cli import CommandError
+
+    return CommandError(message)
+
+
+def _ledger(args: argparse.Namespace) -> Path:
+    return Path(args.ledger) if args.ledger else DEFAULT_LEDGER
+
+
+def _load_manifest(path: str) -> tuple[ab.Manifest, dict[str, Any]]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise _error(f"{path}: cannot be read ({exc.strerror})") from None
+    except json.JSONDecodeError as exc:
+        raise _error(f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    try:
+        return ab.parse_manifest(data, path), data
+    except ab.ABError as exc:
+        raise _error(str(exc)) from None
+
+
+def _registered(ledger: Any, name: str) -> dict[str, Any] | None:
+    found = None
+    for entry in ledger.entries("ab_manifest"):
+        if entry.data["name"] == name:
+            found = {"seq": entry.seq, "created": entry.created, **entry.data}
+    return found
+
+
+def cmd_preregister(args: argparse.Namespace) -> int:
+    from .ledger import Ledger
+    from .sets import resolve_set
+
+    manifest, data = _load_manifest(args.manifest)
+    digest = ab.manifest_digest(data)
+    with Ledger(_ledger(args)) as ledger:
+        resolve_set(ledger, manifest.frozen.task_set)  # the task set must exist before anything runs
+        earlier = _registered(ledger, manifest.name)
+        if earlier is not None and earlier["digest"] != digest:
+            changed = sorted(k for k in set(data) | set(earlier["manifest"]) if data.get(k) != earlier["manifest"].get(k))
+            raise _error(f"experiment {manifest.name!r} was preregistered at ledger seq {earlier['seq']} ({earlier['created']}) "
+                         f"with another manifest: {', '.join(changed)} changed. A preregistration cannot change; "
+                         "name a new experiment")  # fmt: skip
+        if earlier is not None:
+            entry_seq, created, note = earlier["seq"], earlier["created"], "already preregistered"
+        else:
+            entry = ledger.append("ab_manifest", {"name": manifest.name, "digest": digest, "manifest": data})
+            entry_seq, created, note = entry.seq, entry.created, "preregistered"
+    result = {"name": manifest.name, "digest": digest, "seq": entry_seq, "created": created, "status": note}
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"{manifest.name}: {note} at ledger seq {entry_seq} ({created}); manifest {digest}")
+    return 0
+
+
+# ---------------------------------------------------------------------- ab run
+
+
+def _arm_files(values: Sequence[str], manifest: ab.Manifest) -> dict[str, Path]:
+    files: dict[str, Path] = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep or not path:
+            raise _error(f"--arm {value!r}: expected NAME=PREDICTIONS")
+        if name not in ab.ARM_NAMES:
+            raise _error(f"--arm {name}: the manifest's arms are baseline and candidate")
+        if name in files:
+            raise _error(f"--arm {name} is given twice")
+        files[name] = Path(path)
+    missing = [n for n in ab.ARM_NAMES if n not in files]
+    if missing:
+        raise _error(f"--arm {missing[0]}=PREDICTIONS is missing: both arms are graded together")
+    return files
+
+
+def _arm_predictions(path: Path, arm: str, manifest: ab.Manifest) -> tuple[list[Any], dict[int, set[str]], set[str]]:
+    """The arm's predictions (one per task and seed), the tasks per seed, and the frozen fields it left undeclared."""
+    from .batch import BatchError, Prediction, read_rows
+    from .cost_ledger import CostError, parse_harness_cost
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise _error(f"--arm {arm}={path}: cannot be read ({exc.strerror})") from None
+    predictions, per_seed, undeclared = [], {}, set()
+    seen: dict[tuple[str, int], str] = {}
+    try:
+        rows = list(read_rows(path, text))
+    except BatchError as exc:
+        raise _error(str(exc)) from None
+    for where, row in rows:
+        if not isinstance(row, dict):
+            raise _error(f"{where}: expected a JSON object with instance_id, seed, model_patch")
+        instance_id, seed, patch = row.get("instance_id"), row.get("seed"), row.get("model_patch")
+        if not isinstance(instance_id, str) or not instance_id:
+            raise _error(f"{where}: field 'instance_id': expected a non-empty string")
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed not in manifest.seeds:
+            raise _error(f"{where}: field 'seed': {seed!r} is not one of the manifest's seeds {list(manifest.seeds)}")
+        if patch is not None and not isinstance(patch, str):
+            raise _error(f"{where}: field 'model_patch': expected a unified diff or null")
+        if (instance_id, seed) in seen:
+            raise _error(f"{where}: a second prediction for {instance_id!r} under seed {seed} (first at {seen[(instance_id, seed)]})")
+        seen[(instance_id, seed)] = where
+        declared = row.get("frozen", {})
+        if not isinstance(declared, dict):
+            raise _error(f"{where}: field 'frozen': expected an object of the frozen fields the run used")
+        differ, missing = ab.frozen_mismatches(declared, manifest.frozen)
+        if differ:
+            raise _error(f"{where}: arm {arm} ran under another configuration than the manifest froze: {differ[0]}")
+        undeclared.update(missing)
+        try:
+            cost = parse_harness_cost({k: v for k, v in row.items() if k not in ("model_name_or_path", "frozen")}, where)
+        except CostError as exc:
+            raise _error(str(exc)) from None
+        model = f"ab:{manifest.name}/{arm}/seed{seed}"
+        predictions.append(Prediction(instance_id, model, patch or "", cost, where))
+        per_seed.setdefault(seed, set()).add(instance_id)
+    return predictions, per_seed, undeclared
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from . import batch
+    from .cli import grade_jobs
+    from .instances import InstanceError, load_instances
+    from .ledger import Ledger
+    from .runner import BadInput, resolve_python
+    from .sets import burn, resolve_set
+
+    manifest, data = _load_manifest(args.manifest)
+    digest = ab.manifest_digest(data)
+    files = _arm_files(args.arm, manifest)
+    with Ledger(_ledger(args)) as ledger:
+        registered = _registered(ledger, manifest.name)
+        if registered is None:
+            raise _error(f"experiment {manifest.name!r} is not preregistered: run objective-score ab preregister "
+                         f"{args.manifest} before grading any outcome")  # fmt: skip
+        if registered["digest"] != digest:
+            changed = sorted(k for k in set(data) | set(registered["manifest"]) if data.get(k) != registered["manifest"].get(k))
+            raise _error(f"{args.manifest} differs from the manifest preregistered at seq {registered['seq']}: "
+                         f"{', '.join(changed)} changed after preregistration")  # fmt: skip
+        task_set = resolve_set(ledger, manifest.frozen.task_set)
+        if task_set.record.role == "holdout_live" and task_set.record.burned:
+            raise _error(f"task set {task_set.record.set_id} is a holdout_live set whose tasks were used in a decision: "
+                         "rotate it (objective-score sets rotate) before another comparison")  # fmt: skip
+        expected = set(task_set.instances.values())
+        try:
+            instances = [i for i in load_instances(args.dataset) if i.instance_id in expected]
+        except InstanceError as exc:
+            raise _error(str(exc)) from None
+        absent = sorted(expected - {i.instance_id for i in instances})
+        if absent:
+            raise _error(f"--dataset {args.dataset} lacks task(s) of {task_set.record.set_id}: {', '.join(absent[:5])}")
+        from .sets import task_id_of
+
+        changed = sorted(i.instance_id for i in instances if task_id_of(i) not in task_set.instances)
+        if changed:
+            raise _error(f"--dataset {args.dataset}: {', '.join(changed[:5])} differ(s) from the task set's content-addressed "
+                         f"task(s) in {task_set.record.set_id}: the comparison would not grade the tasks the set holds")  # fmt: skip
+        predictions, undeclared = [], set()
+        for arm, path in files.items():
+            arm_predictions, per_seed, missing = _arm_predictions(path, arm, manifest)
+            for seed in manifest.seeds:
+                got = per_seed.get(seed, set())
+                if got != expected:
+                    lacking, extra = sorted(expected - got), sorted(got - expected)
+                    raise _error(f"--arm {arm}={path}: seed {seed} does not cover the task set {task_set.record.set_id} exactly"
+                                 + (f"; missing {', '.join(lacking[:5])}" if lacking else "")
+                                 + (f"; not in the set {', '.join(extra[:5])}" if extra else ""))  # fmt: skip
+            predictions += arm_predictions
+            undeclared |= missing
+        try:
+            python = resolve_python(args.python)
+        except BadInput as exc:
+            raise _error(str(exc)) from None
+        settings = {"python": python, "timeout": float(manifest.frozen.timeout), "compat": args.compat or "strict",
+                    "compute_rate": args.compute_rate if args.compute_rate is not None else _default_rate(),
+                    "network": False, "reruns": 0}  # fmt: skip
+        try:
+            jobs = batch.plan_jobs(instances, predictions, Path(args.repos).resolve(), settings)
+        except batch.BatchError as exc:
+            raise _error(str(exc)) from None
+        try:
+            rows, _ = grade_jobs(ledger, jobs, settings, workers=args.workers, scheduler=args.scheduler, quiet=args.json)
+        except KeyboardInterrupt:
+            print("objective-score ab run: interrupted; run the same command again to resume", file=sys.stderr)
+            return 130
+        by_prediction = {(j.prediction.model, j.instance.instance_id): rows[j.key] for j in jobs}
+        record, details = summarize_comparison(manifest, task_set, by_prediction, sorted(undeclared), python)
+        others = [e.data for e in ledger.entries("ab_comparison") if e.data["name"] != manifest.name]
+        level, reasons = ab.claim_level(details, record, others)
+        details.update(claim=level, claim_reasons=reasons)
+        entry = ledger.append("ab_comparison", {"name": manifest.name, "manifest_digest": digest, "record": record,
+                                                "details": details, "claim_c2": level in ("C2", "C3")})  # fmt: skip
+        burned = burn(ledger, task_set.record.set_id.split("@")[0], f"ab:{manifest.name}", list(task_set.instances))
+        details["burned_now"] = burned
+    output = {"name": manifest.name, "seq": entry.seq, "record": record, "details": details}
+    if args.json:
+        print(json.dumps(output, indent=2, ensure_ascii=False))
+    else:
+        _comparison_table(output)
+    return 0
+
+
+def _default_rate() -> float:
+    from .cost_ledger import DEFAULT_COMPUTE_RATE
+
+    return DEFAULT_COMPUTE_RATE
+
+
+def _sum(values: Sequence[Any]) -> Any:
+    return None if not values or any(v is None for v in values) else sum(values)
+
+
+def summarize_comparison(manifest: ab.Manifest, task_set: Any, by_prediction: dict[tuple[str, str], dict[str, Any]],
+                         undeclared: list[str], python: str) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
+    """The ABComparison record and its details from every graded prediction of both arms."""
+    from dataclasses import asdict
+
+    tasks = sorted(task_set.instances.values())
+    n = len(tasks)
+    arms, per_seed, per_task, costs_per_seed = [], {}, {}, {}
+    infra = 0
+    outcomes: dict[str, dict[tuple[int, str], str]] = {}
+    for spec in manifest.arms:
+        counts, rows_of_arm = [], []
+        outcomes[spec.name] = {}
+        for seed in manifest.seeds:
+            model = f"ab:{manifest.name}/{spec.name}/seed{seed}"
+            rows = [by_prediction[(model, task)] for task in tasks]
+            rows_of_arm += rows
+            counts.append(sum(r["failure_class"] == "resolved" for r in rows))
+            infra += sum(r["failure_class"] == "infrastructure_failure" for r in rows)
+            for task, row in zip(tasks, rows):
+                outcomes[spec.name][(seed, task)] = row["failure_class"]
+        mean, variance, interval = ab.arm_statistics(counts, n, manifest.alpha)
+        cost = ab.Cost(**{field: _sum([(r.get("cost") or {}).get(field) for r in rows_of_arm])
+                          for field in ("tokens", "calls", "cpu", "wall_time", "dollars")})  # fmt: skip
+        arms.append(ab.Arm(spec.name, spec.harness_version, tuple(counts), mean, variance, interval, cost))
+        per_seed[spec.name] = counts
+        costs_per_seed[spec.name] = None if cost.dollars is None else cost.dollars / len(manifest.seeds)
+        per_task[spec.name] = {task: sum(outcomes[spec.name][(s, task)] == "resolved" for s in manifest.seeds) for task in tasks}
+    reasons = []
+    if undeclared:
+        reasons.append(f"frozen fields not declared by the runs (unknown): {', '.join(undeclared)}")
+    if infra:
+        reasons.append(f"{infra} grading(s) were infrastructure failures: those runs are quarantined")
+    admissible = not reasons
+    delta, significant, test = ab.compare(per_seed["baseline"], per_seed["candidate"], n, manifest.alpha, admissible)
+    mean_resolved = {name: sum(c) / len(c) for name, c in per_seed.items()}
+    recommendation, why = ab.recommend(delta, significant, costs_per_seed, mean_resolved, manifest.max_dollars_per_extra_resolve)
+    record = ab.ABComparison(manifest.change_under_test, manifest.frozen, tuple(arms), manifest.seeds,
+                             ab.ComparisonResult(delta, significant, recommendation))  # fmt: skip
+    seeds = len(manifest.seeds)
+    pass_k = {name: {f"pass@{k}": _mean([ab.pass_at_k(seeds, c, k) for c in per_task[name].values()])
+                     for k in sorted({1, seeds})} for name in per_task}  # fmt: skip
+    details = {
+        "benchmark": dict(manifest.benchmark),
+        "task_set": task_set.record.set_id,
+        "tasks": n,
+        "arm_kinds": [asdict(a) for a in manifest.arms],
+        "admissible": admissible,
+        "inadmissible_because": reasons,
+        "infrastructure_failures": infra,
+        "test": test,
+        "recommendation_because": why,
+        "per_task_resolved_seeds": per_task,
+        "pass_at_k": pass_k,
+        "dollars_per_seed": costs_per_seed,
+        "outcomes_identical": outcomes["baseline"] == outcomes["candidate"],
+        "identity": [
+            {"benchmark_id": manifest.benchmark["id"], "benchmark_revision": manifest.benchmark["revision"],
+             "task_set": task_set.record.set_id, "task_stratum": "unknown", "environment_digest": manifest.frozen.environment_image,
+             "interpreter": python, "verifier_revision": _verifier(), "model_id": manifest.frozen.model, "model_revision": "unknown",
+             "harness_id": spec.name, "harness_revision": spec.harness_version, "policy_profile": spec.kind,
+             "seeds": list(manifest.seeds), "budget": {"tokens": manifest.frozen.token_budget, "tools": manifest.frozen.tool_budget}}
+            for spec in manifest.arms
+        ],  # fmt: skip
+    }
+    return record.to_dict(), details
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _verifier() -> str:
+    from . import __version__
+
+    return f"pytest-objective-scoring/{__version__}"
+
+
+def _comparison_table(output: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    record, details = output["record"], output["details"]
+    table = Table(title=f"A/B {output['name']}: {record['change_under_test']} ({details['tasks']} tasks × {len(record['seeds'])} seeds)")
+    for column in ("arm", "kind", "harness", "resolved per seed", "mean", "variance", "interval", "dollars", "tokens"):
+        table.add_column(column, overflow="fold")
+    kinds = {a["name"]: a["kind"] for a in details["arm_kinds"]}
+    for arm in record["arms"]:
+        low, high = arm["confidence_interval"]
+        table.add_row(arm["name"], kinds[arm["name"]], arm["harness_version"], " ".join(map(str, arm["resolved"])),
+                      f"{arm['mean']:.1%}", "-" if arm["variance"] is None else f"{arm['variance']:.4f}",
+                      f"[{low:.1%}, {high:.1%}]", "-" if arm["cost"]["dollars"] is None else f"{arm['cost']['dollars']:.4f}",
+                      "-" if arm["cost"]["tokens"] is None else str(arm["cost"]["tokens"]))  # fmt: skip
+    console = Console() if Console().is_terminal else Console(width=140)
+    console.print(table)
+    result, test = record["result"], details["test"]
+    p = "" if test["p_value"] is None else f", p = {test['p_value']:.4g}"
+    console.print(f"delta {result['delta']:+.1%}; significant: {result['significant']} ({test['test']}{p}); "
+                  f"recommendation: {result['recommendation']} ({details['recommendation_because']})")  # fmt: skip
+    for reason in details["inadmissible_because"]:
+        console.print(f"not admissible: {reason}")
+    console.print(f"claim level: {details['claim']}")
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    output = _latest(args)
+    if args.json:
+        print(json.dumps(output, indent=2, ensure_ascii=False))
+    else:
+        _comparison_table(output)
+    return 0
+
+
+def _latest(args: argparse.Namespace) -> dict[str, Any]:
+    from .ledger import Ledger
+
+    path = _ledger(args)
+    if not path.exists():
+        raise _error(f"--ledger {path}: no such ledger")
+    with Ledger(path) as ledger:
+        found = [{"seq": e.seq, **e.data} for e in ledger.entries("ab_comparison") if e.data["name"] == args.name]
+        names = sorted({e.data["name"] for e in ledger.entries("ab_comparison")})
+    if not found:
+        raise _error(f"no comparison named {args.name!r} in {path} (comparisons: {', '.join(names) or 'none'})")
+    return found[-1]
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .ab_report import write_report
+
+    output = _latest(args)
+    out = Path(args.out)
+    written = write_report(output, out)
+    if args.json:
+        print(json.dumps({"name": args.name, "written": [str(p) for p in written], "claim": output["details"]["claim"]}))
+    else:
+        for path in written:
+            print(f"written: {path}")
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    from . import options
+
+    parser = sub.add_parser("ab", help="Preregister, run and report a controlled A/B comparison over seeds",
+                            description="Freeze everything, change one thing, repeat over seeds, report cost beside correctness.",
+                            epilog=AB_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    pre = actions.add_parser("preregister", help="Hash the manifest into the ledger before any outcome is graded",
+                             description="Record the experiment's manifest; it cannot change afterwards.")  # fmt: skip
+    pre.add_argument("manifest", metavar="MANIFEST")
+    pre.set_defaults(handler=cmd_preregister)
+
+    run = actions.add_parser("run", help="Grade both arms per seed and write the ABComparison",
+                             description="Grade each arm's predictions per seed (the manifest's frozen timeout applies) and compare.",
+                             epilog=AB_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    run.add_argument("manifest", metavar="MANIFEST")
+    run.add_argument("--arm", action="append", default=[], metavar="NAME=PREDICTIONS", required=True,
+                     help="An arm's predictions (JSONL or JSON: instance_id, seed, model_patch, optional frozen and cost fields)")  # fmt: skip
+    run.add_argument("--dataset", required=True, metavar="FILE", help="The instances of the task set")
+    run.add_argument("--repos", required=True, metavar="DIR", help="Where repositories are checked out: DIR/owner/name")
+    run.add_argument("--workers", type=int, default=1, metavar="N", help="Gradings at once on this machine")
+    run.add_argument("--scheduler", metavar="ADDRESS", help="Run the gradings on this Dask scheduler")
+    run.add_argument("--python", metavar="PATH", default=sys.executable, help="Interpreter of the environment under test")
+    options.add_compat_option(run.add_argument, prefix="")
+    options.add_cost_options(run.add_argument, prefix="", cost_file=False)
+    run.set_defaults(handler=cmd_run)
+
+    show = actions.add_parser("show", help="Show the latest comparison of an experiment")
+    show.add_argument("name", metavar="NAME")
+    show.set_defaults(handler=cmd_show)
+
+    report = actions.add_parser("report", help="Write the comparison as Markdown and a self-contained HTML page with plots")
+    report.add_argument("name", metavar="NAME")
+    report.add_argument("--out", metavar="DIR", default="ab-report", help="Where to write report.md and report.html (default: ab-report)")
+    report.set_defaults(handler=cmd_report)
+
+    for action in (pre, run, show, report):
+        action.add_argument("--ledger", metavar="PATH", default=None, help=f"The ledger (default: {DEFAULT_LEDGER})")
+        action.add_argument("--json", action="store_true", help="Print the result as JSON")

@@ -1,0 +1,181 @@
+"""``objective-score ab report``: one comparison as Markdown and a self-contained HTML page.
+
+Two plots (matplotlib, drawn off-screen and embedded as PNG data): each arm's resolve rate
+per seed with its interval, and cost against resolve rate. One comparison is one benchmark
+in one metric space: the report never averages it with anything else.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from pathlib import Path
+from typing import Any, Mapping
+
+
+def _plots(output: Mapping[str, Any]) -> dict[str, bytes]:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        from .cli import CommandError
+
+        raise CommandError("ab report draws its plots with matplotlib: pip install 'pytest-objective-scoring[stats]'") from None
+    record, details = output["record"], output["details"]
+    tasks = details["tasks"]
+    images = {}
+    figure, axes = plt.subplots(figsize=(6.4, 3.6))
+    for offset, arm in zip((-0.08, 0.08), record["arms"]):
+        seeds = list(range(len(record["seeds"])))
+        rates = [r / tasks for r in arm["resolved"]]
+        axes.plot([s + offset for s in seeds], rates, "o", label=f"{arm['name']} (per seed)")
+        low, high = arm["confidence_interval"]
+        axes.errorbar([len(seeds) + offset], [arm["mean"]], yerr=[[arm["mean"] - low], [high - arm["mean"]]], fmt="s",
+                      capsize=4, label=f"{arm['name']} mean, interval")  # fmt: skip
+    axes.set_xticks(list(range(len(record["seeds"]) + 1)), [str(s) for s in record["seeds"]] + ["mean"])
+    axes.set_xlabel("seed")
+    axes.set_ylabel("resolve rate")
+    axes.set_ylim(-0.05, 1.05)
+    axes.legend(fontsize="small")
+    axes.set_title("resolve rate per seed, with the arms' intervals")
+    images["resolve_rates.png"] = _png(figure, plt)
+    figure, axes = plt.subplots(figsize=(6.4, 3.6))
+    for arm in record["arms"]:
+        dollars = arm["cost"]["dollars"]
+        per_seed = dollars / len(record["seeds"]) if dollars is not None else float("nan")
+        axes.plot([per_seed], [arm["mean"]], "o", markersize=9)
+        axes.annotate(arm["name"], (per_seed, arm["mean"]), textcoords="offset points", xytext=(6, 6))
+    axes.set_xlabel("dollars per seed (all tasks)")
+    axes.set_ylabel("mean resolve rate")
+    axes.set_title("cost against resolve rate")
+    images["cost_vs_resolve.png"] = _png(figure, plt)
+    return images
+
+
+def _png(figure: Any, plt: Any) -> bytes:
+    buffer = io.BytesIO()
+    figure.tight_layout()
+    figure.savefig(buffer, format="png", dpi=100)
+    plt.close(figure)
+    return buffer.getvalue()
+
+
+def markdown(output: Mapping[str, Any], images: Mapping[str, str] | None = None) -> str:
+    record, details = output["record"], output["details"]
+    result, test = record["result"], details["test"]
+    kinds = {a["name"]: a["kind"] for a in details["arm_kinds"]}
+    lines = [
+        f"# A/B comparison: {output['name']}",
+        "",
+        f"**Change under test:** {record['change_under_test']}",
+        "",
+        f"**Claim level supported: {details['claim']}**",
+        "",
+        *[f"- {reason}" for reason in details["claim_reasons"]],
+        "",
+        f"Benchmark `{details['benchmark']['id']}` revision `{details['benchmark']['revision']}`, metric space "
+        f"`{details['benchmark']['metric_space']}`; task set `{details['task_set']}` ({details['tasks']} tasks); "
+        f"seeds {', '.join(map(str, record['seeds']))}. This report covers this one benchmark: its numbers are never "
+        "averaged with another benchmark's or another metric space's.",
+        "",
+        "## Frozen configuration",
+        "",
+        "| field | value |",
+        "|---|---|",
+        *[f"| `{key}` | `{value}` |" for key, value in record["frozen"].items()],
+        "",
+        "## Arms",
+        "",
+        "| arm | kind | harness | resolved per seed | mean | variance | interval | tokens | calls | CPU s | wall s | dollars |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for arm in record["arms"]:
+        cost = arm["cost"]
+        low, high = arm["confidence_interval"]
+        lines.append(
+            f"| {arm['name']} | {kinds[arm['name']]} | `{arm['harness_version']}` | {' '.join(map(str, arm['resolved']))} | "
+            f"{arm['mean']:.1%} | {_num(arm['variance'], '.4f')} | [{low:.1%}, {high:.1%}] | {_num(cost['tokens'], 'd')} | "
+            f"{_num(cost['calls'], 'd')} | {_num(cost['cpu'], '.2f')} | {_num(cost['wall_time'], '.2f')} | {_num(cost['dollars'], '.4f')} |"
+        )
+    p_value = "n/a" if test["p_value"] is None else f"{test['p_value']:.4g}"
+    lines += [
+        "",
+        "## Result",
+        "",
+        f"- delta (candidate − baseline, mean resolve rate): **{result['delta']:+.1%}**",
+        f"- significant: **{result['significant']}** — {test['test']}, p = {p_value}, alpha = {test['alpha']}",
+        f"- recommendation: **{result['recommendation']}** — {details['recommendation_because']}",
+        *[f"- not admissible: {reason}" for reason in details["inadmissible_because"]],
+        "",
+        "pass@k (unbiased estimator over the seeds as samples per task): "
+        + "; ".join(f"{arm}: " + ", ".join(f"{k} {_num(v, '.1%')}" for k, v in values.items())
+                    for arm, values in details["pass_at_k"].items()),  # fmt: skip
+        "",
+    ]
+    if images:
+        lines += ["## Plots", "", *[f"![{name}]({src})" for name, src in images.items()], ""]
+    return "\n".join(lines)
+
+
+def _num(value: Any, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def write_report(output: Mapping[str, Any], out: Path) -> list[Path]:
+    """Write ``report.md`` (plots beside it as PNG files) and ``report.html`` (plots inline)."""
+    out.mkdir(parents=True, exist_ok=True)
+    images = _plots(output)
+    for name, data in images.items():
+        (out / name).write_bytes(data)
+    (out / "report.md").write_text(markdown(output, {name: name for name in images}), encoding="utf-8")
+    inline = {name: "data:image/png;base64," + base64.b64encode(data).decode("ascii") for name, data in images.items()}
+    (out / "report.html").write_text(_html(markdown(output), inline, output["name"]), encoding="utf-8")
+    return [out / "report.md", out / "report.html", *(out / name for name in images)]
+
+
+def _html(text: str, images: Mapping[str, str], name: str) -> str:
+    """The Markdown as plain HTML: headings, lists, tables and paragraphs (no external assets)."""
+    body: list[str] = []
+    rows: list[list[str]] = []
+
+    def flush_table() -> None:
+        if rows:
+            head, *rest = rows
+            body.append("<table><thead><tr>" + "".join(f"<th>{c}</th>" for c in head) + "</tr></thead><tbody>"
+                        + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rest) + "</tbody></table>")  # fmt: skip
+            rows.clear()
+
+    def inline(s: str) -> str:
+        s = html.escape(s)
+        parts = s.split("**")
+        s = "".join(f"<strong>{p}</strong>" if i % 2 else p for i, p in enumerate(parts))
+        parts = s.split("`")
+        return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+
+    for line in text.splitlines():
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if not all(set(c) <= {"-"} for c in cells):
+                rows.append([inline(c) for c in cells])
+            continue
+        flush_table()
+        if line.startswith("# "):
+            body.append(f"<h1>{inline(line[2:])}</h1>")
+        elif line.startswith("## "):
+            body.append(f"<h2>{inline(line[3:])}</h2>")
+        elif line.startswith("- "):
+            body.append(f"<ul><li>{inline(line[2:])}</li></ul>")
+        elif line.strip():
+            body.append(f"<p>{inline(line)}</p>")
+    flush_table()
+    body.append("<h2>Plots</h2>")
+    body += [f'<figure><img alt="{html.escape(n)}" src="{src}"><figcaption>{html.escape(n)}</figcaption></figure>'
+             for n, src in images.items()]  # fmt: skip
+    style = ("body{font-family:sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}"
+             "table{border-collapse:collapse}td,th{border:1px solid #bbb;padding:.25rem .5rem}"
+             "code{background:#f3f3f3}img{max-width:100%}")  # fmt: skip
+    return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>A/B {html.escape(name)}</title>"
+            f"<style>{style}</style></head><body>{''.join(body)}</body></html>\n")  # fmt: skip

@@ -1,0 +1,367 @@
+"""The A/B comparison: records, manifest rules, statistics against scipy, the decision, the claim
+ladder; and end to end on real gradings of the fixture repos over several seeds."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_objective_scoring import ab
+
+scipy_stats = pytest.importorskip("scipy.stats", reason="scipy is a test dependency: pip install -e '.[test]'")
+
+FROZEN = {"model": "model-x-2026-01", "temperature": 0.2, "token_budget": 200000, "tool_budget": 50,
+          "task_set": "regression", "environment_image": "python:3.11-fixtures", "timeout": 120, "candidate_count": 1}  # fmt: skip
+MANIFEST = {
+    "name": "exp-1",
+    "benchmark": {"id": "fixtures", "revision": "1", "metric_space": "binary_resolved"},
+    "change_under_test": "localization subsystem v2",
+    "frozen": FROZEN,
+    "arms": [{"name": "baseline", "harness_version": "h-1.0", "kind": "native"},
+             {"name": "candidate", "harness_version": "h-1.1", "kind": "governed"}],
+    "seeds": [1, 2, 3, 4, 5],
+    "primary_metric": "resolve_rate",
+    "decision_rule": {"alpha": 0.05},
+}  # fmt: skip
+
+
+def test_the_records_have_exactly_the_spec_fields():
+    assert ab.record_fields() == {
+        "ABComparison": ["change_under_test", "frozen", "arms", "seeds", "result"],
+        "FrozenConfig": ["model", "temperature", "token_budget", "tool_budget", "task_set", "environment_image", "timeout",
+                         "candidate_count"],
+        "Arm": ["name", "harness_version", "resolved", "mean", "variance", "confidence_interval", "cost"],
+        "Cost": ["tokens", "calls", "cpu", "wall_time", "dollars"],
+        "ComparisonResult": ["delta", "significant", "recommendation"],
+    }  # fmt: skip
+
+
+# ---------------------------------------------------------------- the manifest
+
+
+def test_a_manifest_parses_and_its_digest_is_canonical():
+    manifest = ab.parse_manifest(MANIFEST, "m.json")
+    assert manifest.frozen.model == "model-x-2026-01" and [a.name for a in manifest.arms] == ["baseline", "candidate"]
+    reordered = dict(reversed(list(MANIFEST.items())))
+    assert ab.manifest_digest(reordered) == ab.manifest_digest(MANIFEST)
+    changed = copy.deepcopy(MANIFEST)
+    changed["frozen"]["temperature"] = 0.7
+    assert ab.manifest_digest(changed) != ab.manifest_digest(MANIFEST)
+
+
+def edit(path: str, value: Any) -> dict[str, Any]:
+    data = copy.deepcopy(MANIFEST)
+    *parents, last = path.split(".")
+    target = data
+    for key in parents:
+        target = target[int(key)] if key.isdigit() else target[key]
+    if value is KeyError:
+        del target[last]
+    else:
+        target[last] = value
+    return data
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "expected"),
+    [
+        ("frozen.model", KeyError, "frozen: field 'model' is missing"),
+        ("frozen.token_budget", "lots", "field 'token_budget': expected a whole number"),
+        ("frozen.seed_strategy", "x", "'seed_strategy' is not a frozen field"),
+        ("frozen.candidate_count", 0, "'candidate_count': must be at least 1"),
+        ("arms.1.kind", "better", "field 'kind': 'better' is not one of native, passive, governed, ablation"),
+        ("arms.1.name", "treatment", "the two arms must be named baseline and candidate"),
+        ("seeds", [1, 1], "expected a non-empty list of distinct whole numbers"),
+        ("seeds", [], "expected a non-empty list of distinct whole numbers"),
+        ("primary_metric", "vibes", "the comparison's primary metric is resolve_rate"),
+        ("decision_rule.alpha", 0.9, "decision_rule.alpha: expected a number between 0 and 0.5"),
+        ("benchmark.metric_space", "pass_at_k", "this comparison grades binary_resolved"),
+        ("change_under_test", "", "field 'change_under_test': expected a non-empty string"),
+        ("verdict", "keep", "field 'verdict' is not part of a manifest"),
+    ],
+)  # fmt: skip
+def test_a_bad_manifest_is_refused_naming_the_field(path, value, expected):
+    with pytest.raises(ab.ABError) as caught:
+        ab.parse_manifest(edit(path, value), "m.json")
+    assert expected in str(caught.value) and str(caught.value).startswith("m.json")
+
+
+def test_frozen_fields_a_run_declares_are_checked_and_undeclared_ones_are_unknown():
+    frozen = ab.parse_manifest(MANIFEST, "m").frozen
+    assert ab.frozen_mismatches({"model": "model-x-2026-01", "temperature": 0.2}, frozen)[0] == []
+    differ, missing = ab.frozen_mismatches({"temperature": 0.7}, frozen)
+    assert differ == ["temperature: the run says 0.7, the manifest 0.2"] and "model" in missing and "temperature" not in missing
+
+
+# ---------------------------------------------------------------- statistics, against scipy
+
+
+def test_the_spec_example_five_seeds_each_is_a_variance_backed_yes():
+    baseline, candidate = [33, 36, 35, 34, 37], [36, 39, 38, 40, 37]
+    delta, significant, test = ab.compare(baseline, candidate, 100, 0.05, admissible=True)
+    expected = scipy_stats.ttest_rel([c / 100 for c in candidate], [b / 100 for b in baseline])
+    assert delta == pytest.approx(0.03) and significant == "yes"
+    assert test["p_value"] == pytest.approx(expected.pvalue) and test["statistic"] == pytest.approx(expected.statistic)
+    mean, variance, (low, high) = ab.arm_statistics(candidate, 100, 0.05)
+    rates = [c / 100 for c in candidate]
+    assert mean == pytest.approx(0.38) and variance == pytest.approx(scipy_stats.tvar(rates))
+    assert (low, high) == pytest.approx(scipy_stats.t.interval(0.95, 4, loc=0.38, scale=scipy_stats.sem(rates)))
+
+
+def test_a_three_point_difference_on_one_seed_is_never_yes():
+    delta, significant, test = ab.compare([35], [38], 100, 0.05, admissible=True)
+    assert delta == pytest.approx(0.03) and significant == "no" and test["p_value"] is None
+    mean, variance, (low, high) = ab.arm_statistics([38], 100, 0.05)
+    ci = scipy_stats.binomtest(38, 100).proportion_ci(confidence_level=0.95, method="wilson")
+    assert variance is None and (low, high) == pytest.approx((ci.low, ci.high))
+    # even a huge single-seed difference has no variance estimate behind it
+    assert ab.compare([0], [100], 100, 0.05, admissible=True)[1] == "no"
+
+
+def test_the_same_three_points_held_over_five_seeds_can_be_yes():
+    assert ab.compare([35] * 5, [38] * 5, 100, 0.05, admissible=True)[1:] == (
+        "yes", {"test": "paired t-test (no spread in the per-seed differences)", "p_value": 0.0, "statistic": None,
+                "seeds": 5, "alpha": 0.05})  # fmt: skip
+    noisy = ab.compare([35, 30, 40, 33, 37], [38, 29, 44, 31, 41], 100, 0.05, admissible=True)
+    assert noisy[1] == "no"  # the same mean gain, drowned in per-seed noise
+
+
+def test_inadmissible_evidence_is_undetermined():
+    assert ab.compare([33, 36, 35, 34, 37], [36, 39, 38, 40, 37], 100, 0.05, admissible=False)[1] == "undetermined"
+
+
+@pytest.mark.parametrize(
+    ("n", "c", "k", "expected"),
+    [(10, 3, 1, 0.3), (10, 0, 5, 0.0), (10, 10, 3, 1.0), (5, 2, 5, 1.0), (3, 1, 2, 1 - math.comb(2, 2) / math.comb(3, 2)),
+     (200, 13, 10, 1 - math.comb(187, 10) / math.comb(200, 10)), (4, 2, 5, None)],
+)  # fmt: skip
+def test_pass_at_k_is_the_unbiased_estimator_and_undefined_below_k_samples(n, c, k, expected):
+    assert ab.pass_at_k(n, c, k) == (pytest.approx(expected) if expected is not None else None)
+
+
+# ---------------------------------------------------------------- the decision and the claim
+
+
+def test_a_candidate_whose_cost_swallows_its_gain_is_not_kept():
+    resolved = {"baseline": 35.0, "candidate": 38.0}
+    assert ab.recommend(0.03, "yes", {"baseline": 4.0, "candidate": 4.2}, resolved, None)[0] == "keep"
+    ten_times, why = ab.recommend(0.03, "yes", {"baseline": 4.0, "candidate": 40.0}, resolved, None)
+    assert ten_times == "pare_back" and "the cost swallows the gain" in why
+    assert ab.recommend(0.03, "yes", {"baseline": 4.0, "candidate": 40.0}, resolved, 20.0)[0] == "keep"
+    assert ab.recommend(0.03, "yes", {"baseline": 4.0, "candidate": 40.0}, resolved, 5.0)[0] == "pare_back"
+
+
+@pytest.mark.parametrize(
+    ("delta", "significant", "expected"),
+    [(0.03, "no", "pare_back"), (0.0, "no", "reject"), (-0.02, "no", "reject"), (-0.05, "yes", "reject"),
+     (0.1, "undetermined", "pare_back")],
+)  # fmt: skip
+def test_the_recommendation_follows_the_piper_rule(delta, significant, expected):
+    assert ab.recommend(delta, significant, {"baseline": 1.0, "candidate": 1.0}, {"baseline": 1, "candidate": 1}, None)[0] == expected
+
+
+def claim_inputs(seeds: int = 5, significant: str = "yes", delta: float = 0.2, recommendation: str = "keep",
+                 admissible: bool = True, kinds: tuple[str, str] = ("native", "governed"), identical: bool = False,
+                 benchmark: str = "fixtures") -> tuple[dict, dict]:  # fmt: skip
+    details = {"infrastructure_failures": 0, "admissible": admissible, "benchmark": {"id": benchmark},
+               "arm_kinds": [{"name": "baseline", "kind": kinds[0]}, {"name": "candidate", "kind": kinds[1]}],
+               "outcomes_identical": identical}  # fmt: skip
+    record = {"seeds": list(range(seeds)), "change_under_test": "loc v2", "frozen": {"model": "m"},
+              "result": {"significant": significant, "delta": delta, "recommendation": recommendation}}  # fmt: skip
+    return details, record
+
+
+def test_the_claim_ladder_is_decided_by_rule():
+    assert ab.claim_level(*claim_inputs())[0] == "C2"
+    assert ab.claim_level(*claim_inputs(seeds=3))[0] == "C0"
+    assert ab.claim_level(*claim_inputs(admissible=False))[0] == "C0"
+    assert ab.claim_level(*claim_inputs(recommendation="pare_back"))[0] == "C0"
+    assert ab.claim_level(*claim_inputs(kinds=("native", "passive"), identical=True, significant="no", delta=0.0))[0] == "C1"
+    details, record = claim_inputs()
+    other = {"details": {"benchmark": {"id": "swe-bench-lite"}}, "record": {"change_under_test": "loc v2"}, "claim_c2": True}
+    level, reasons = ab.claim_level(details, record, [other])
+    assert level == "C3" and any("replicated at C2 on swe-bench-lite" in r for r in reasons)
+    assert any(r.startswith("not C4") for r in reasons)
+    broken = dict(details, infrastructure_failures=2)
+    assert ab.claim_level(broken, record)[0] == "none"
+
+
+# ---------------------------------------------------------------- end to end, on real gradings
+
+from .conftest import FIXTURES  # noqa: E402
+from .runner_helpers import run_cli  # noqa: E402
+
+DATASET = FIXTURES / "datasets" / "fixtures.jsonl"
+PROJECTS = {"fixtures__textstats-1": "textstats", "fixtures__intervals-1": "intervals", "fixtures__csvlite-1": "csvlite"}
+# which tasks each seed's candidate patch resolves (the gold fix) or not (an empty patch)
+BASELINE = {1: {"fixtures__textstats-1"}, 2: {"fixtures__intervals-1"}, 3: set(), 4: {"fixtures__csvlite-1"},
+            5: {"fixtures__textstats-1"}}  # fmt: skip
+CANDIDATE = {1: {"fixtures__textstats-1", "fixtures__intervals-1"}, 2: set(PROJECTS), 3: {"fixtures__csvlite-1", "fixtures__intervals-1"},
+             4: {"fixtures__csvlite-1", "fixtures__textstats-1"}, 5: set(PROJECTS)}  # fmt: skip
+
+
+def arm_file(tmp_path: Path, name: str, resolves: dict[int, set[str]], dollars: float, frozen: dict | None = FROZEN,
+             seeds: tuple[int, ...] | None = None) -> Path:  # fmt: skip
+    rows = []
+    for seed in seeds or tuple(resolves):
+        for instance_id, project in PROJECTS.items():
+            patch = (FIXTURES / "patches" / project / "gold.diff").read_text() if instance_id in resolves[seed] else ""
+            row = {"instance_id": instance_id, "seed": seed, "model_patch": patch, "tokens": 1000, "calls": 4, "dollars": dollars}
+            if frozen is not None:
+                row["frozen"] = frozen
+            rows.append(row)
+    path = tmp_path / f"{name}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def experiment(tmp_path: Path, **changes: Any) -> tuple[Path, Path]:
+    """A ledger holding the regression set of the three fixture tasks, and a manifest file."""
+    ledger = tmp_path / "ledger.sqlite"
+    if not ledger.exists():
+        made = run_cli("sets", "create", "regression", "--role", "regression", "--dataset", str(DATASET),
+                       "--source", "static:fixtures", "--ledger", str(ledger))  # fmt: skip
+        assert made.returncode == 0, made.stderr
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({**MANIFEST, **changes}))
+    return ledger, manifest
+
+
+def ab_cli(*args: str, ledger: Path) -> Any:
+    return run_cli("ab", *args, "--ledger", str(ledger))
+
+
+def run_arms(manifest: Path, ledger: Path, baseline: Path, candidate: Path, *extra: str) -> Any:
+    return ab_cli("run", str(manifest), "--arm", f"baseline={baseline}", "--arm", f"candidate={candidate}",
+                  "--dataset", str(DATASET), "--repos", str(FIXTURES / "repos"), "--workers", "2", *extra, ledger=ledger)  # fmt: skip
+
+
+@pytest.mark.slow
+def test_phase_6_a_preregistered_comparison_over_five_seeds_of_real_gradings(tmp_path):
+    ledger, manifest = experiment(tmp_path)
+    registered = ab_cli("preregister", str(manifest), "--json", ledger=ledger)
+    assert registered.returncode == 0, registered.stderr
+    assert json.loads(registered.stdout)["status"] == "preregistered"
+    baseline = arm_file(tmp_path, "baseline", BASELINE, dollars=0.10)
+    candidate = arm_file(tmp_path, "candidate", CANDIDATE, dollars=0.12)
+    result = run_arms(manifest, ledger, baseline, candidate, "--json")
+    assert result.returncode == 0, result.stderr
+    output = json.loads(result.stdout)
+    record, details = output["record"], output["details"]
+    assert set(record) == {"change_under_test", "frozen", "arms", "seeds", "result"}
+    assert record["frozen"] == FROZEN, "frozen is the manifest's, identical for both arms"
+    arms = {a["name"]: a for a in record["arms"]}
+    assert arms["baseline"]["resolved"] == [1, 1, 0, 1, 1] and arms["candidate"]["resolved"] == [2, 3, 2, 2, 3]
+    assert arms["candidate"]["mean"] == pytest.approx(12 / 15)
+    assert arms["baseline"]["variance"] == pytest.approx(scipy_stats.tvar([1 / 3, 1 / 3, 0, 1 / 3, 1 / 3]))
+    expected = scipy_stats.ttest_rel([c / 3 for c in [2, 3, 2, 2, 3]], [b / 3 for b in [1, 1, 0, 1, 1]])
+    assert details["test"]["p_value"] == pytest.approx(expected.pvalue)
+    assert record["result"] == {"delta": pytest.approx(8 / 15), "significant": "yes", "recommendation": "keep"}
+    for arm in arms.values():  # cost on both arms: the harness's tokens and dollars, the grading's CPU and wall time
+        assert arm["cost"]["tokens"] == 15000 and arm["cost"]["calls"] == 60 and arm["cost"]["cpu"] > 0
+    assert arms["candidate"]["cost"]["dollars"] > 15 * 0.12
+    assert details["admissible"] and details["claim"] == "C2"
+    assert details["pass_at_k"]["candidate"]["pass@5"] == 1.0 and details["identity"][1]["policy_profile"] == "governed"
+    # the comparison burned the task set's tasks
+    shown = json.loads(run_cli("sets", "show", "regression", "--ledger", str(ledger), "--json").stdout)
+    assert shown["record"]["burned"] is True and shown["record"]["last_decision_use"] is not None
+    # the report: Markdown and a self-contained HTML page with the plots inline
+    report = ab_cli("report", "exp-1", "--out", str(tmp_path / "report"), ledger=ledger)
+    assert report.returncode == 0, report.stderr
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "Claim level supported: C2" in text and "localization subsystem v2" in text and "never averaged" in text
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert page.count("data:image/png;base64,") == 2 and "<table>" in page and "http" not in page.split("<body>")[1]
+    table = ab_cli("show", "exp-1", ledger=ledger)
+    assert "significant: yes" in table.stdout and "recommendation: keep" in table.stdout
+    # running again reads every grading back from the ledger: nothing is graded twice
+    again = run_arms(manifest, ledger, baseline, candidate, "--json")
+    assert json.loads(again.stdout)["record"]["arms"] == output["record"]["arms"]
+
+
+@pytest.mark.slow
+def test_one_seed_is_never_significant_and_unknown_frozen_fields_are_undetermined(tmp_path):
+    ledger, manifest = experiment(tmp_path, name="one-seed", seeds=[2])
+    assert ab_cli("preregister", str(manifest), ledger=ledger).returncode == 0
+    single = run_arms(manifest, ledger, arm_file(tmp_path, "b", BASELINE, 0.1, seeds=(2,)),
+                      arm_file(tmp_path, "c", CANDIDATE, 0.1, seeds=(2,)), "--json")  # fmt: skip
+    assert single.returncode == 0, single.stderr
+    result = json.loads(single.stdout)
+    assert result["record"]["result"]["significant"] == "no" and result["record"]["result"]["delta"] == pytest.approx(2 / 3)
+    assert result["record"]["result"]["recommendation"] == "pare_back" and result["details"]["claim"] == "C0"
+    ledger2, manifest2 = experiment(tmp_path / "u", name="unknown-frozen", seeds=[2])
+    assert ab_cli("preregister", str(manifest2), ledger=ledger2).returncode == 0
+    unknown = run_arms(manifest2, ledger2, arm_file(tmp_path, "b2", BASELINE, 0.1, frozen=None, seeds=(2,)),
+                       arm_file(tmp_path, "c2", CANDIDATE, 0.1, frozen={"model": FROZEN["model"]}, seeds=(2,)), "--json")  # fmt: skip
+    output = json.loads(unknown.stdout)
+    assert output["record"]["result"]["significant"] == "undetermined"
+    assert "frozen fields not declared by the runs (unknown): candidate_count" in output["details"]["inadmissible_because"][0]
+
+
+def test_refusals_before_anything_is_graded(tmp_path):
+    ledger, manifest = experiment(tmp_path, seeds=[1])
+    base = arm_file(tmp_path, "b", BASELINE, 0.1, seeds=(1,))
+    cand = arm_file(tmp_path, "c", CANDIDATE, 0.1, seeds=(1,))
+    unregistered = run_arms(manifest, ledger, base, cand)
+    assert unregistered.returncode == 2 and "is not preregistered" in unregistered.stderr
+    assert ab_cli("preregister", str(manifest), ledger=ledger).returncode == 0
+    again = ab_cli("preregister", str(manifest), "--json", ledger=ledger)
+    assert json.loads(again.stdout)["status"] == "already preregistered"
+    changed = json.loads(manifest.read_text())
+    changed["frozen"]["temperature"] = 0.9
+    manifest.write_text(json.dumps(changed))
+    moved = ab_cli("preregister", str(manifest), ledger=ledger)
+    assert moved.returncode == 2 and "with another manifest: frozen changed" in moved.stderr
+    later = run_arms(manifest, ledger, base, cand)
+    assert later.returncode == 2 and "frozen changed after preregistration" in later.stderr
+    changed["frozen"]["temperature"] = 0.2
+    manifest.write_text(json.dumps(changed))
+    drifted = arm_file(tmp_path, "d", CANDIDATE, 0.1, frozen={**FROZEN, "temperature": 0.7}, seeds=(1,))
+    refused = run_arms(manifest, ledger, base, drifted)
+    assert refused.returncode == 2 and "ran under another configuration than the manifest froze: temperature" in refused.stderr
+    short = tmp_path / "short.jsonl"
+    short.write_text("".join(line + "\n" for line in cand.read_text().splitlines()[:2]))
+    partial = run_arms(manifest, ledger, base, short)
+    assert partial.returncode == 2 and "seed 1 does not cover the task set regression@v1 exactly; missing fixtures__csvlite-1" in partial.stderr
+    wrong_seed = arm_file(tmp_path, "w", {9: set()}, 0.1)
+    bad_seed = run_arms(manifest, ledger, base, wrong_seed)
+    assert bad_seed.returncode == 2 and "field 'seed': 9 is not one of the manifest's seeds [1]" in bad_seed.stderr
+    rows = [json.loads(line) for line in DATASET.read_text().splitlines()]
+    rows[0]["problem_statement"] += " (edited)"
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    other = ab_cli("run", str(manifest), "--arm", f"baseline={base}", "--arm", f"candidate={cand}", "--dataset", str(edited),
+                   "--repos", str(FIXTURES / "repos"), ledger=ledger)  # fmt: skip
+    assert other.returncode == 2 and "differ(s) from the task set's content-addressed task(s)" in other.stderr
+    with __import__("pytest_objective_scoring.ledger", fromlist=["Ledger"]).Ledger(ledger) as opened:
+        assert list(opened.entries("score")) == [], "nothing was graded"
+    missing_set = experiment(tmp_path / "x", name="no-set", frozen={**FROZEN, "task_set": "nowhere"})
+    unknown_set = ab_cli("preregister", str(missing_set[1]), ledger=missing_set[0])
+    assert unknown_set.returncode == 2 and "nowhere" in unknown_set.stderr
+
+
+def test_a_quarantined_run_makes_the_comparison_undetermined():
+    from types import SimpleNamespace
+
+    from pytest_objective_scoring.ab_commands import summarize_comparison
+
+    manifest = ab.parse_manifest({**MANIFEST, "seeds": [1, 2]}, "m")
+    tasks = {"sha256:a": "t-a", "sha256:b": "t-b"}
+    task_set = SimpleNamespace(instances=tasks, record=SimpleNamespace(set_id="regression@v1"))
+
+    def row(outcome: str) -> dict:
+        return {"failure_class": outcome, "cost": {"tokens": 1, "calls": 1, "cpu": 1.0, "wall_time": 1.0, "dollars": 0.1}}
+
+    rows = {(f"ab:exp-1/{arm}/seed{seed}", task): row("resolved" if arm == "candidate" else "not_resolved")
+            for arm in ("baseline", "candidate") for seed in (1, 2) for task in tasks.values()}  # fmt: skip
+    rows[("ab:exp-1/candidate/seed2", "t-b")] = row("infrastructure_failure")
+    record, details = summarize_comparison(manifest, task_set, rows, [], "/usr/bin/python3")
+    assert record["result"]["significant"] == "undetermined" and record["result"]["recommendation"] == "pare_back"
+    assert details["inadmissible_because"] == ["1 grading(s) were infrastructure failures: those runs are quarantined"]
+    assert ab.claim_level(details, record)[0] == "none"
+    assert [a["resolved"] for a in record["arms"]] == [[0, 0], [2, 1]]
