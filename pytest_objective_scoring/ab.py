@@ -133,6 +133,7 @@ class Manifest:
     alpha: float
     max_dollars_per_extra_resolve: float | None
     raw: Mapping[str, Any]
+    model_training_cutoff: str | None = None
 
     def arm(self, name: str) -> ArmSpec:
         for arm in self.arms:
@@ -167,6 +168,9 @@ def parse_frozen(data: Any, where: str) -> FrozenConfig:
     for key in ("token_budget", "tool_budget", "candidate_count"):
         if values[key] < (1 if key == "candidate_count" else 0):
             raise ABError(f"{where}: frozen: field {key!r}: must be {'at least 1' if key == 'candidate_count' else '>= 0'}")
+    if values["candidate_count"] != 1:
+        raise ABError(f"{where}: frozen: field 'candidate_count': {values['candidate_count']}; this comparison grades one "
+                      "candidate per task and seed (repeat seeds for more samples: pass@k is computed over them)")  # fmt: skip
     if not values["timeout"] > 0 or not values["temperature"] >= 0:
         raise ABError(f"{where}: frozen: timeout must be > 0 and temperature >= 0")
     return FrozenConfig(**values)
@@ -213,8 +217,11 @@ def parse_manifest(data: Any, where: str) -> Manifest:
     cap = rule.get("max_dollars_per_extra_resolve")
     if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float)) or cap < 0):
         raise ABError(f"{where}: decision_rule.max_dollars_per_extra_resolve: expected dollars >= 0, got {cap!r}")
+    cutoff = data.get("model_training_cutoff")
+    if cutoff is not None and (not isinstance(cutoff, str) or not cutoff.strip()):
+        raise ABError(f"{where}: field 'model_training_cutoff': expected a date (the frozen model's training cutoff)")
     unknown = sorted(set(data) - {"name", "benchmark", "change_under_test", "frozen", "arms", "seeds", "primary_metric",
-                                  "decision_rule"})  # fmt: skip
+                                  "decision_rule", "model_training_cutoff"})  # fmt: skip
     if unknown:
         raise ABError(f"{where}: field {unknown[0]!r} is not part of a manifest")
     return Manifest(
@@ -228,6 +235,7 @@ def parse_manifest(data: Any, where: str) -> Manifest:
         alpha=float(alpha),
         max_dollars_per_extra_resolve=None if cap is None else float(cap),
         raw=dict(data),
+        model_training_cutoff=cutoff,
     )
 
 
@@ -261,42 +269,54 @@ def arm_statistics(resolved: Sequence[int], tasks: int, alpha: float) -> tuple[f
     if len(rates) == 1:
         ci = stats.binomtest(resolved[0], tasks).proportion_ci(confidence_level=1 - alpha, method="wilson")
         return mean, None, (float(ci.low), float(ci.high))
-    variance = float(stats.tvar(rates))
+    variance = 0.0 if len(set(resolved)) == 1 else float(stats.tvar(rates))
     if variance == 0:
-        return mean, 0.0, (mean, mean)
+        # seeds that agree exactly give a zero-width t interval; the binomial uncertainty of the
+        # pooled counts is still there: the Wilson interval of all seeds together
+        ci = stats.binomtest(sum(resolved), tasks * len(resolved)).proportion_ci(confidence_level=1 - alpha, method="wilson")
+        return mean, 0.0, (float(ci.low), float(ci.high))
     low, high = stats.t.interval(1 - alpha, len(rates) - 1, loc=mean, scale=stats.sem(rates))
     return mean, variance, (max(0.0, float(low)), min(1.0, float(high)))
 
 
-def compare(baseline: Sequence[int], candidate: Sequence[int], tasks: int, alpha: float,
-            admissible: bool) -> tuple[float, str, dict[str, Any]]:  # fmt: skip
+def compare(baseline: Mapping[tuple[int, str], bool], candidate: Mapping[tuple[int, str], bool], seeds: Sequence[int],
+            tasks: Sequence[str], alpha: float, admissible: bool) -> tuple[float, str, dict[str, Any]]:  # fmt: skip
     """Δ of the mean resolve rates (candidate − baseline) and whether it is significant.
 
-    Paired by seed (both arms ran the same tasks under each seed): a two-sided paired t-test
-    on the per-seed differences (``scipy.stats.ttest_rel``). One seed has no variance
-    estimate, so it is never significant ("no"); per-seed differences that are all equal
-    give p = 0 when non-zero and 1 when zero (no spread to test). Evidence that is not
-    admissible (unknown frozen fields, quarantined runs) is ``undetermined``.
+    Paired by task and seed: every (seed, task) pair was graded in both arms. The test is the
+    exact McNemar test on the discordant pairs (``scipy.stats.binomtest``: pairs only the
+    candidate resolved against pairs only the baseline resolved, p = 1/2 under no effect),
+    which needs no normality and no variance between seeds. ``yes`` needs p < alpha and at
+    least two seeds: one seed is one draw of a stochastic system, never significant whatever
+    its size. The paired t-test over per-seed rates (``scipy.stats.ttest_rel``) is reported
+    beside it as the variance-backed view. Evidence that is not admissible (unknown frozen
+    fields, quarantined runs) is ``undetermined``.
     """
     from scipy import stats
 
-    base = [r / tasks for r in baseline]
-    cand = [r / tasks for r in candidate]
+    n = len(tasks)
+    base_counts = [sum(baseline[(s, t)] for t in tasks) for s in seeds]
+    cand_counts = [sum(candidate[(s, t)] for t in tasks) for s in seeds]
+    base, cand = [c / n for c in base_counts], [c / n for c in cand_counts]
     delta = sum(cand) / len(cand) - sum(base) / len(base)
-    differences = [c - b for b, c in zip(base, cand)]
-    test: dict[str, Any] = {"test": None, "p_value": None, "statistic": None, "seeds": len(differences), "alpha": alpha}
-    if len(differences) < 2:
-        test["test"] = "none: one seed has no variance estimate"
-        significant = "no"
-    elif len(set(differences)) == 1:
-        test.update(test="paired t-test (no spread in the per-seed differences)",
-                    p_value=0.0 if differences[0] != 0 else 1.0)  # fmt: skip
-        significant = "yes" if differences[0] != 0 else "no"
+    gained = sum(candidate[key] and not baseline[key] for key in baseline)
+    lost = sum(baseline[key] and not candidate[key] for key in baseline)
+    test: dict[str, Any] = {"test": "exact McNemar test on discordant task-seed pairs (scipy.stats.binomtest)",
+                            "p_value": None, "discordant": {"candidate_only": gained, "baseline_only": lost},
+                            "seeds": len(seeds), "alpha": alpha, "t_test_over_seeds": None}  # fmt: skip
+    if gained + lost:
+        test["p_value"] = float(stats.binomtest(gained, gained + lost, 0.5).pvalue)
     else:
+        test["p_value"] = 1.0  # no pair differs: no evidence of any effect
+    differences = [c - b for b, c in zip(base_counts, cand_counts)]  # whole numbers: no rounding noise
+    if len(seeds) >= 2 and len(set(differences)) > 1:
         result = stats.ttest_rel(cand, base)
-        test.update(test="paired t-test (scipy.stats.ttest_rel)", p_value=float(result.pvalue),
-                    statistic=float(result.statistic))  # fmt: skip
-        significant = "yes" if result.pvalue < alpha else "no"
+        test["t_test_over_seeds"] = {"p_value": float(result.pvalue), "statistic": float(result.statistic)}
+    if len(seeds) < 2:
+        test["note"] = "one seed: never significant (no replication)"
+        significant = "no"
+    else:
+        significant = "yes" if test["p_value"] < alpha else "no"
     if not admissible:
         significant = "undetermined"
     return delta, significant, test
@@ -316,10 +336,11 @@ def pass_at_k(n: int, c: int, k: int) -> float | None:
 
 
 def recommend(delta: float, significant: str, cost_per_seed: Mapping[str, float | None], resolved_per_seed: Mapping[str, float],
-              max_dollars_per_extra_resolve: float | None) -> tuple[str, str]:  # fmt: skip
+              max_dollars_per_extra_resolve: float | None, role: str = "regression") -> tuple[str, str]:  # fmt: skip
     """The Piper-rule verdict and why: keep only a significant gain whose cost does not swallow it.
 
     * undetermined evidence -> pare_back (nothing is promoted on inadmissible evidence);
+    * a significant gain on a development set -> pare_back (promotion is the regression set's verdict);
     * significant and worse, or not significant and not better -> reject;
     * not significant but pointing up -> pare_back (indistinguishable from the baseline);
     * significant and better -> keep, unless the cost swallows the gain: the candidate's
@@ -328,6 +349,8 @@ def recommend(delta: float, significant: str, cost_per_seed: Mapping[str, float 
     """
     if significant == "undetermined":
         return "pare_back", "the evidence is not admissible: nothing is promoted on it"
+    if role == "development" and significant == "yes" and delta > 0:
+        return "pare_back", "a development set never promotes a change: run the comparison on the regression set"
     if significant == "no":
         if delta > 0:
             return "pare_back", "indistinguishable from the baseline: keep the simpler one"
@@ -380,7 +403,7 @@ def claim_level(details: Mapping[str, Any], record: Mapping[str, Any],
         else:
             reasons.append("not C1: the passive arm changed official outcomes")
     c2 = (details.get("admissible") and len(record["seeds"]) >= PROMOTION_SEEDS and result["significant"] == "yes"
-          and result["delta"] > 0 and result["recommendation"] == "keep")  # fmt: skip
+          and result["delta"] > 0 and result["recommendation"] == "keep" and kinds.get("candidate") != "passive")  # fmt: skip
     if c2:
         level = "C2"
         reasons.append(f"C2: admissible, {len(record['seeds'])} seeds, significant uplift, kept at its cost; "
@@ -395,6 +418,8 @@ def claim_level(details: Mapping[str, Any], record: Mapping[str, Any],
             why.append("no significant uplift")
         elif result["recommendation"] != "keep":
             why.append(f"the recommendation is {result['recommendation']}")
+        if kinds.get("candidate") == "passive":
+            why.append("a passive arm changes no decision: it cannot show uplift")
         reasons.append("not C2: " + "; ".join(why))
     if c2:
         replicated = [o for o in others if o["details"]["benchmark"]["id"] != details["benchmark"]["id"]

@@ -71,7 +71,8 @@ def cmd_preregister(args: argparse.Namespace) -> int:
     manifest, data = _load_manifest(args.manifest)
     digest = ab.manifest_digest(data)
     with Ledger(_ledger(args)) as ledger:
-        resolve_set(ledger, manifest.frozen.task_set)  # the task set must exist before anything runs
+        state = resolve_set(ledger, manifest.frozen.task_set)  # the task set must exist before anything runs
+        _check_generalization(state, manifest)
         earlier = _registered(ledger, manifest.name)
         if earlier is not None and earlier["digest"] != digest:
             changed = sorted(k for k in set(data) | set(earlier["manifest"]) if data.get(k) != earlier["manifest"].get(k))
@@ -81,7 +82,8 @@ def cmd_preregister(args: argparse.Namespace) -> int:
         if earlier is not None:
             entry_seq, created, note = earlier["seq"], earlier["created"], "already preregistered"
         else:
-            entry = ledger.append("ab_manifest", {"name": manifest.name, "digest": digest, "manifest": data})
+            entry = ledger.append("ab_manifest", {"name": manifest.name, "digest": digest, "manifest": data,
+                                                  "task_set": _pin(state)})  # fmt: skip
             entry_seq, created, note = entry.seq, entry.created, "preregistered"
     result = {"name": manifest.name, "digest": digest, "seq": entry_seq, "created": created, "status": note}
     if args.json:
@@ -89,6 +91,28 @@ def cmd_preregister(args: argparse.Namespace) -> int:
     else:
         print(f"{manifest.name}: {note} at ledger seq {entry_seq} ({created}); manifest {digest}")
     return 0
+
+
+def _pin(state: Any) -> dict[str, str]:
+    """The exact task set a preregistration holds the experiment to: its version and its tasks."""
+    import hashlib
+
+    from .ledger import canonical
+
+    tasks = sorted(state.record.task_ids)
+    return {"set_id": state.record.set_id, "tasks_digest": "sha256:" + hashlib.sha256(canonical(tasks).encode()).hexdigest()}
+
+
+def _check_generalization(state: Any, manifest: ab.Manifest) -> None:
+    """A holdout_live set is a generalization claim: gated against the frozen model's cutoff."""
+    if state.record.role != "holdout_live":
+        return
+    if manifest.model_training_cutoff is None:
+        raise _error(f"task set {state.record.set_id} is holdout_live: the manifest must name the frozen model's "
+                     "model_training_cutoff, so the set is gated against it")  # fmt: skip
+    from .sets import require_generalization
+
+    require_generalization(state, manifest.model_training_cutoff)
 
 
 # ---------------------------------------------------------------------- ab run
@@ -150,6 +174,8 @@ def _arm_predictions(path: Path, arm: str, manifest: ab.Manifest) -> tuple[list[
             cost = parse_harness_cost({k: v for k, v in row.items() if k not in ("model_name_or_path", "frozen")}, where)
         except CostError as exc:
             raise _error(str(exc)) from None
+        if cost.tokens is not None and cost.tokens > manifest.frozen.token_budget:
+            raise _error(f"{where}: {cost.tokens} tokens exceed the frozen token_budget {manifest.frozen.token_budget}")
         model = f"ab:{manifest.name}/{arm}/seed{seed}"
         predictions.append(Prediction(instance_id, model, patch or "", cost, where))
         per_seed.setdefault(seed, set()).add(instance_id)
@@ -176,10 +202,20 @@ def cmd_run(args: argparse.Namespace) -> int:
             changed = sorted(k for k in set(data) | set(registered["manifest"]) if data.get(k) != registered["manifest"].get(k))
             raise _error(f"{args.manifest} differs from the manifest preregistered at seq {registered['seq']}: "
                          f"{', '.join(changed)} changed after preregistration")  # fmt: skip
-        task_set = resolve_set(ledger, manifest.frozen.task_set)
-        if task_set.record.role == "holdout_live" and task_set.record.burned:
+        pinned = registered.get("task_set") or {}
+        task_set = resolve_set(ledger, pinned.get("set_id", manifest.frozen.task_set))
+        if _pin(task_set) != pinned:
+            raise _error(f"the task set changed since preregistration: {pinned.get('set_id')} was pinned, "
+                         f"{task_set.record.set_id} holds other tasks now")  # fmt: skip
+        if not task_set.current:
+            raise _error(f"task set {task_set.record.set_id} was retired since preregistration (rotated): "
+                         "its tasks can no longer decide anything; preregister a new experiment on the current version")  # fmt: skip
+        existing = [e.data for e in ledger.entries("ab_comparison") if e.data["name"] == manifest.name]
+        if not existing and task_set.record.role == "holdout_live" and task_set.record.burned:
             raise _error(f"task set {task_set.record.set_id} is a holdout_live set whose tasks were used in a decision: "
                          "rotate it (objective-score sets rotate) before another comparison")  # fmt: skip
+        if not existing:
+            _check_generalization(task_set, manifest)
         expected = set(task_set.instances.values())
         try:
             instances = [i for i in load_instances(args.dataset) if i.instance_id in expected]
@@ -223,15 +259,39 @@ def cmd_run(args: argparse.Namespace) -> int:
             print("objective-score ab run: interrupted; run the same command again to resume", file=sys.stderr)
             return 130
         by_prediction = {(j.prediction.model, j.instance.instance_id): rows[j.key] for j in jobs}
+        invalid = sorted({f"{model.rsplit('/', 2)[-2]} {model.rsplit('/', 1)[-1]} {task}: {', '.join(row.get('reasons') or [])}"
+                          for (model, task), row in by_prediction.items() if row.get("disposition") == "invalid"})  # fmt: skip
+        if invalid:
+            raise _error(f"the comparison refuses invalid runs ({len(invalid)}): " + "; ".join(invalid[:5])
+                         + " (they are recorded in the ledger; see objective-score ledger show)")  # fmt: skip
+        jobs_digest = _jobs_digest(jobs)
+        if existing:
+            if existing[-1].get("jobs_digest") != jobs_digest:
+                raise _error(f"experiment {manifest.name!r} already has its comparison: a preregistered experiment is "
+                             "run once; the same predictions only read it back, other predictions are refused "
+                             "(preregister a new experiment)")  # fmt: skip
+            output = {"name": manifest.name, **existing[-1], "resumed": True}
+            return _print(output, args)
         record, details = summarize_comparison(manifest, task_set, by_prediction, sorted(undeclared), python)
         others = [e.data for e in ledger.entries("ab_comparison") if e.data["name"] != manifest.name]
         level, reasons = ab.claim_level(details, record, others)
         details.update(claim=level, claim_reasons=reasons)
+        # the decision burns its tasks first: a crash after this line leaves them burned (the safe side)
+        details["burned_now"] = burn(ledger, task_set.record.name, f"ab:{manifest.name}", list(task_set.instances))
         entry = ledger.append("ab_comparison", {"name": manifest.name, "manifest_digest": digest, "record": record,
-                                                "details": details, "claim_c2": level in ("C2", "C3")})  # fmt: skip
-        burned = burn(ledger, task_set.record.set_id.split("@")[0], f"ab:{manifest.name}", list(task_set.instances))
-        details["burned_now"] = burned
+                                                "details": details, "claim_c2": level in ("C2", "C3"),
+                                                "jobs_digest": jobs_digest})  # fmt: skip
     output = {"name": manifest.name, "seq": entry.seq, "record": record, "details": details}
+    return _print(output, args)
+
+
+def _jobs_digest(jobs: Sequence[Any]) -> str:
+    import hashlib
+
+    return "sha256:" + hashlib.sha256("\n".join(sorted(j.key for j in jobs)).encode()).hexdigest()
+
+
+def _print(output: dict[str, Any], args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(output, indent=2, ensure_ascii=False))
     else:
@@ -271,21 +331,38 @@ def summarize_comparison(manifest: ab.Manifest, task_set: Any, by_prediction: di
             for task, row in zip(tasks, rows):
                 outcomes[spec.name][(seed, task)] = row["failure_class"]
         mean, variance, interval = ab.arm_statistics(counts, n, manifest.alpha)
-        cost = ab.Cost(**{field: _sum([(r.get("cost") or {}).get(field) for r in rows_of_arm])
-                          for field in ("tokens", "calls", "cpu", "wall_time", "dollars")})  # fmt: skip
+        totals = {field: _sum([(r.get("cost") or {}).get(field) for r in rows_of_arm])
+                  for field in ("tokens", "calls", "cpu", "wall_time", "dollars")}  # fmt: skip
+        if any((r.get("cost_breakdown") or {}).get("model_dollars") is None for r in rows_of_arm):
+            totals["dollars"] = None  # LLM + compute: unknown when the harness did not report its dollars
+        cost = ab.Cost(**totals)
         arms.append(ab.Arm(spec.name, spec.harness_version, tuple(counts), mean, variance, interval, cost))
         per_seed[spec.name] = counts
         costs_per_seed[spec.name] = None if cost.dollars is None else cost.dollars / len(manifest.seeds)
         per_task[spec.name] = {task: sum(outcomes[spec.name][(s, task)] == "resolved" for s in manifest.seeds) for task in tasks}
     reasons = []
+    quarantined: dict[str, int] = {}
+    for row in by_prediction.values():
+        if row.get("disposition") == "quarantined":
+            for code in row.get("reasons") or ["unknown"]:
+                quarantined[code] = quarantined.get(code, 0) + 1
+    if quarantined:
+        reasons.append("quarantined runs are not admissible: " + ", ".join(f"{code} ({count})" for code, count in sorted(quarantined.items())))
     if undeclared:
         reasons.append(f"frozen fields not declared by the runs (unknown): {', '.join(undeclared)}")
     if infra:
         reasons.append(f"{infra} grading(s) were infrastructure failures: those runs are quarantined")
+    identical = outcomes["baseline"] == outcomes["candidate"]
+    if manifest.arm("candidate").kind == "passive" and not identical:
+        reasons.append("the passive candidate arm changed official outcomes: treatment integrity fails (a passive arm "
+                       "observes and decides nothing)")  # fmt: skip
     admissible = not reasons
-    delta, significant, test = ab.compare(per_seed["baseline"], per_seed["candidate"], n, manifest.alpha, admissible)
+    resolved_pairs = {name: {key: value == "resolved" for key, value in outcomes[name].items()} for name in outcomes}
+    delta, significant, test = ab.compare(resolved_pairs["baseline"], resolved_pairs["candidate"], manifest.seeds, tasks,
+                                          manifest.alpha, admissible)  # fmt: skip
     mean_resolved = {name: sum(c) / len(c) for name, c in per_seed.items()}
-    recommendation, why = ab.recommend(delta, significant, costs_per_seed, mean_resolved, manifest.max_dollars_per_extra_resolve)
+    recommendation, why = ab.recommend(delta, significant, costs_per_seed, mean_resolved, manifest.max_dollars_per_extra_resolve,
+                                       task_set.record.role)  # fmt: skip
     record = ab.ABComparison(manifest.change_under_test, manifest.frozen, tuple(arms), manifest.seeds,
                              ab.ComparisonResult(delta, significant, recommendation))  # fmt: skip
     seeds = len(manifest.seeds)
@@ -304,7 +381,8 @@ def summarize_comparison(manifest: ab.Manifest, task_set: Any, by_prediction: di
         "per_task_resolved_seeds": per_task,
         "pass_at_k": pass_k,
         "dollars_per_seed": costs_per_seed,
-        "outcomes_identical": outcomes["baseline"] == outcomes["candidate"],
+        "outcomes_identical": identical,
+        "role": task_set.record.role,
         "identity": [
             {"benchmark_id": manifest.benchmark["id"], "benchmark_revision": manifest.benchmark["revision"],
              "task_set": task_set.record.set_id, "task_stratum": "unknown", "environment_digest": manifest.frozen.environment_image,
@@ -347,10 +425,10 @@ def _comparison_table(output: dict[str, Any]) -> None:
     console.print(table)
     result, test = record["result"], details["test"]
     p = "" if test["p_value"] is None else f", p = {test['p_value']:.4g}"
-    console.print(f"delta {result['delta']:+.1%}; significant: {result['significant']} ({test['test']}{p}); "
-                  f"recommendation: {result['recommendation']} ({details['recommendation_because']})")  # fmt: skip
+    console.print(f"delta {result['delta']:+.1%}; significant: {result['significant']} ({test['test']}{p})", soft_wrap=True)
+    console.print(f"recommendation: {result['recommendation']} ({details['recommendation_because']})", soft_wrap=True)
     for reason in details["inadmissible_because"]:
-        console.print(f"not admissible: {reason}")
+        console.print(f"not admissible: {reason}", soft_wrap=True)
     console.print(f"claim level: {details['claim']}")
 
 

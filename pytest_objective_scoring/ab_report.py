@@ -107,6 +107,8 @@ def markdown(output: Mapping[str, Any], images: Mapping[str, str] | None = None)
         "",
         f"- delta (candidate − baseline, mean resolve rate): **{result['delta']:+.1%}**",
         f"- significant: **{result['significant']}** — {test['test']}, p = {p_value}, alpha = {test['alpha']}",
+        *([f"- paired t-test over the per-seed rates: p = {test['t_test_over_seeds']['p_value']:.4g}"]
+          if test.get("t_test_over_seeds") else []),
         f"- recommendation: **{result['recommendation']}** — {details['recommendation_because']}",
         *[f"- not admissible: {reason}" for reason in details["inadmissible_because"]],
         "",

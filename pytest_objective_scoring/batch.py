@@ -339,12 +339,13 @@ def recorded_jobs(ledger: Ledger) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     costs: dict[int, Any] = {}
     for entry in ledger.entries("cost"):
-        costs[entry.data.get("score_seq")] = entry.data.get("cost")
+        costs[entry.data.get("score_seq")] = entry.data
     for entry in ledger.entries("score"):
         data = entry.data
         key = data.get("job_key")
         if key:
-            found[key] = {**data, "seq": entry.seq, "cost": costs.get(entry.seq)}
+            cost = costs.get(entry.seq) or {}
+            found[key] = {**data, "seq": entry.seq, "cost": cost.get("cost"), "cost_breakdown": cost.get("breakdown")}
     return found
 
 
@@ -367,6 +368,9 @@ def result_row(job: Job, envelope: Mapping[str, Any] | None, recorded: Mapping[s
             "failure_class": failure_outcome(envelope),
             "failure_detail": runner.get("failure_detail") or envelope.get("no_verdict_reason"),
             "cost": envelope.get("cost"),
+            "cost_breakdown": envelope.get("cost_breakdown"),
+            "disposition": (envelope.get("integrity") or {}).get("disposition"),
+            "reasons": (envelope.get("integrity") or {}).get("reasons", []),
             "ledger_seq": seq,
             "resumed": False,
             "job_key": job.key,
@@ -379,6 +383,9 @@ def result_row(job: Job, envelope: Mapping[str, Any] | None, recorded: Mapping[s
         "failure_class": recorded.get("outcome"),
         "failure_detail": recorded.get("no_verdict_reason"),
         "cost": recorded.get("cost"),
+        "cost_breakdown": recorded.get("cost_breakdown"),
+        "disposition": recorded.get("disposition"),
+        "reasons": recorded.get("reasons", []),
         "ledger_seq": recorded["seq"],
         "resumed": True,
         "job_key": job.key,

@@ -127,26 +127,40 @@ def cmd_grade(args: argparse.Namespace) -> int:
         result = grade_candidate(request)
     except BadInput as exc:
         raise CommandError(str(exc)) from None
-    return _finish_grade(args, result.envelope, "runner", exit_code=result.exit_code)
+    return _finish_grade(args, result.envelope, "runner", exit_code=result.exit_code, instance_fields=instance.fields)
 
 
-def _finish_grade(args: argparse.Namespace, envelope: dict[str, Any], source: str, exit_code: int) -> int:
+def _finish_grade(args: argparse.Namespace, envelope: dict[str, Any], source: str, exit_code: int,
+                  instance_fields: Any = None) -> int:  # fmt: skip
     """Record, write and print a graded envelope (``grade`` and ``grade --from-report``)."""
     from .envelope import dumps
+    from .integrity import receipt, settle
     from .render import StreamWriter, render_envelope
 
     written = []
     ledger_line = ""
+    seq = None
     if not args.no_ledger:
-        from .ledger import record_run
+        from .audit_ledger import audit_of, audits
+        from .ledger import Ledger, run_entries
 
-        entries = record_run(args.ledger or DEFAULT_LEDGER, envelope, source)
-        ledger_line = f"ledger: entry {entries[0].seq} appended to {args.ledger or DEFAULT_LEDGER}"
+        with Ledger(args.ledger or DEFAULT_LEDGER) as ledger:
+            settle(envelope, audit_of(audits(ledger), instance_fields))
+            entries = ledger.append_linked(run_entries(envelope, source))
+        seq = entries[0].seq
+        ledger_line = f"ledger: entry {seq} appended to {args.ledger or DEFAULT_LEDGER}"
+    else:
+        settle(envelope, None)  # no ledger, no audit record to consult: unknown
+    if args.receipt:
+        path = Path(args.receipt)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(receipt(envelope, seq), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        written.append(f"receipt written to: {path}")
     if args.out:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(dumps(envelope), encoding="utf-8")
-        written.append(str(out))
+        written.append(f"score written to: {out}")
     if args.json:
         print(json.dumps(envelope, indent=2, ensure_ascii=False))
     else:
@@ -159,11 +173,30 @@ def _finish_grade(args: argparse.Namespace, envelope: dict[str, Any], source: st
             writer.write_line(f"graded from: {report['path']} ({report['format']}, sha256 {report['sha256'][:16]}...)")
             for note in report.get("notes", []):
                 writer.write_line(f"  note: {note}")
-        for path in written:
-            writer.write_line(f"score written to: {path}")
+        _render_integrity(writer, envelope)
+        for line in written:
+            writer.write_line(line)
         if ledger_line:
             writer.write_line(ledger_line)
     return exit_code
+
+
+AUDIT_ADVICE = {
+    "missing": "this task was never audited: objective-score audit run --instance ... --repo ...",
+    "overdue": "this task's audit is overdue: run it again (objective-score audit due lists what is due)",
+    "invalid": "this task's audit found it INVALID: its verdicts are not evidence",
+    "incomplete": "this task's last audit did not complete: run it again",
+    "unknown": "no ledger was consulted (--no-ledger): the task's audit state is unknown",
+    "weak": "this task's audit found weaknesses (see objective-score audit due)",
+}
+
+
+def _render_integrity(writer: Any, envelope: dict[str, Any]) -> None:
+    integrity, audit = envelope.get("integrity") or {}, envelope.get("audit") or {}
+    codes = ", ".join(integrity.get("reasons") or []) or "no reason against it"
+    writer.write_line(f"integrity: {integrity.get('disposition')} ({codes})")
+    state = audit.get("state")
+    writer.write_line(f"task audit: {state}" + (f" - {AUDIT_ADVICE[state]}" if state in AUDIT_ADVICE else ""))
 
 
 def _grade_from_report(args: argparse.Namespace, instance: Any) -> int:
@@ -180,9 +213,12 @@ def _grade_from_report(args: argparse.Namespace, instance: Any) -> int:
     except ReportError as exc:
         raise CommandError(f"--from-report {exc}") from None
     envelope["failure_class"] = _report_failure_class(envelope)
+    from .integrity import digests, task_id_of
+
+    envelope["digests"] = digests(task_id_of(instance.fields), patch_ref, None, None, envelope.get("score"))
     if args.cost or args.harness:
         envelope.update(_report_cost(args, envelope))
-    return _finish_grade(args, envelope, "report", exit_code=_exit_of(envelope))
+    return _finish_grade(args, envelope, "report", exit_code=_exit_of(envelope), instance_fields=instance.fields)
 
 
 def _exit_of(envelope: dict[str, Any]) -> int:
@@ -395,6 +431,7 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--reruns", metavar="N", type=_reruns, default=0,
                        help="Run the tests N more times in shuffled orders (recorded seeds); the scorecard's robustness")  # fmt: skip
     grade.add_argument("--out", metavar="FILE", help="Write the Score and its envelope as JSON to FILE")
+    grade.add_argument("--receipt", metavar="FILE", help="Write the run's public receipt (identity, digests, disposition) as JSON")
     grade.add_argument("--json", action="store_true", help="Print the envelope as JSON instead of the summary")
     grade.set_defaults(handler=cmd_grade)
 
@@ -576,8 +613,12 @@ def grade_jobs(
 
     from . import batch
 
+    from .audit_ledger import audit_of, audits
+    from .integrity import settle
+
     rows: dict[str, dict[str, Any]] = {}
     done = batch.recorded_jobs(ledger)
+    recorded_audits = audits(ledger)
     todo = []
     for job in jobs:
         recorded = done.get(job.key)
@@ -588,6 +629,7 @@ def grade_jobs(
     progress = _BatchProgress(len({j.key for j in jobs}), len(rows), quiet=quiet)
 
     def on_result(job: Any, envelope: dict[str, Any]) -> None:
+        settle(envelope, audit_of(recorded_audits, job.instance.fields))
         seq = batch.record_result(ledger, envelope)
         rows[job.key] = batch.result_row(job, envelope, None, seq)
         progress.advance(job, rows[job.key])

@@ -239,6 +239,11 @@ def score_entry(envelope: Mapping[str, Any], source: str) -> dict[str, Any]:
             for test in envelope.get("tests", [])
         ],
         "integrity": (envelope.get("integrity") or {}).get("flags", []),
+        "disposition": (envelope.get("integrity") or {}).get("disposition"),
+        "reasons": (envelope.get("integrity") or {}).get("reasons", []),
+        "info": (envelope.get("integrity") or {}).get("info", []),
+        "audit_state": (envelope.get("audit") or {}).get("state"),
+        "digests": envelope.get("digests"),
     }
 
 

@@ -347,9 +347,40 @@ class ScoringSession:
                 "duration": round(time.time() - getattr(self, "started", time.time()), 3),
             },
             integrity=flags,
-            extra={**self.cost(), "patch_ref": ref},
+            extra={**self.cost(), "patch_ref": ref, "digests": self.digests(ref, score)},
         )
+        self.settle(self.envelope)
         return self.envelope
+
+    def digests(self, ref: str, score: Any) -> dict[str, Any]:
+        from .integrity import digests, task_id_of
+        from .recorder import installed_distributions
+
+        session = {"python_implementation": platform.python_implementation(), "python_version": platform.python_version(),
+                   "pytest_version": pytest.__version__, "platform": f"{sys.platform}-{platform.machine()}",
+                   "distributions": installed_distributions()}  # fmt: skip
+        return digests(task_id_of(self.instance.fields), ref, sys.executable, session,
+                       score.to_dict() if score is not None else None)  # fmt: skip
+
+    def settle(self, envelope: dict[str, Any]) -> None:
+        """The run's disposition, with the task's audit state from the ledger when there is one."""
+        import sqlite3
+
+        from .integrity import settle
+
+        audit = None
+        if self.settings.ledger is not None and self.settings.ledger.exists():
+            from .audit_ledger import audit_of, audits
+            from .ledger import Ledger, LedgerError
+
+            try:
+                with Ledger(self.settings.ledger) as ledger:
+                    audit = audit_of(audits(ledger), self.instance.fields)
+            except (LedgerError, sqlite3.Error, OSError):
+                audit = None
+        elif self.settings.ledger is not None:
+            audit = {"state": "missing", "ran_at": None, "next_due": None, "seq": None}
+        settle(envelope, audit)
 
     def cost(self) -> dict[str, Any]:
         """The run's ``harness``, ``cost`` and ``cost_breakdown`` (CPU of this process, its

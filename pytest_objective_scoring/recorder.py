@@ -336,9 +336,26 @@ class FileRecorder:
                 "foreign_modules": foreign_modules(os.environ.get(ENV_ORIGINAL)),
                 "hook_files": hook_files(self.config.pluginmanager, _copy_root()),
                 "patched_internals": patched_internals(_copy_root()),
+                "distributions": installed_distributions(),
             }
         )
         self.handle.close()
+
+
+def installed_distributions():
+    # type: () -> List[str]
+    """The installed distributions the test process can see (their dist-info / egg-info names on
+    sys.path): what the run's environment digest is made of. A listing, no import."""
+    found = set()
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith((".dist-info", ".egg-info")):
+                found.add(name)
+    return sorted(found)
 
 
 _prepend_import_roots()

@@ -283,7 +283,8 @@ class _Grading:
             grading, reason, _ = assess(run, self.instance, self.request.compat, self.copy, self.request.timeout)
             resolved = reason is None and grading.fail_to_pass.verdict == "satisfied" and grading.pass_to_pass.verdict == "satisfied"
             self.reruns.append({"seed": seed, "resolved": resolved, "no_verdict_reason": reason,
-                                "fail_to_pass": grading.fail_to_pass.passed, "pass_to_pass": grading.pass_to_pass.passed})  # fmt: skip
+                                "fail_to_pass": grading.fail_to_pass.passed, "pass_to_pass": grading.pass_to_pass.passed,
+                                "outcomes": {r.test_id: r.outcome for r in grading.results}})  # fmt: skip
         if self.request.reruns:
             self.step("reruns")
 
@@ -388,10 +389,16 @@ class _Grading:
             session={"exitstatus": session.get("exitstatus"), "note": exit_status_note(session.get("exitstatus"), records),
                      "collection_errors": [{"nodeid": n, "message": m} for n, m in run.collect_errors]},
             integrity=self.integrity,
-            extra={"runner": self.runner, **self.cost(), "patch_ref": self.patch_ref},
+            extra={"runner": self.runner, **self.cost(), "patch_ref": self.patch_ref,
+                   "digests": self.digests(session, score.to_dict())},
         )  # fmt: skip
         self.scorecard(envelope)
         return GradeResult(envelope, EXIT_RESOLVED if failure_class == "none" else EXIT_NOT_RESOLVED, failure_class)
+
+    def digests(self, session: Mapping[str, Any] | None, score: Mapping[str, Any] | None) -> dict[str, Any]:
+        from .integrity import digests, task_id_of
+
+        return digests(task_id_of(self.instance.fields), self.patch_ref, self.python, session, score)
 
     def tampered(self, reason: str) -> GradeResult:
         self.runner["failure_detail"] = reason
@@ -411,7 +418,8 @@ class _Grading:
         self.runner["steps"] = self.steps
         envelope = env.build_envelope(
             instance_id=self.instance.instance_id, score=score, grading=grading, no_verdict=None, session={},
-            extra={"runner": self.runner, **self.cost(), "patch_ref": self.patch_ref}, patch_applied=False,
+            extra={"runner": self.runner, **self.cost(), "patch_ref": self.patch_ref, "digests": self.digests(None, score.to_dict())},
+            patch_applied=False,
         )  # fmt: skip
         self.scorecard(envelope)
         return GradeResult(envelope, EXIT_NOT_RESOLVED, "patch_apply")
@@ -425,7 +433,7 @@ class _Grading:
         envelope = env.build_envelope(
             instance_id=self.instance.instance_id, score=None, grading=None,
             no_verdict=f"infrastructure failure ({failure_class}): {detail}", session={}, integrity=self.integrity,
-            extra={"runner": self.runner, **self.cost(), "patch_ref": self.patch_ref},
+            extra={"runner": self.runner, **self.cost(), "patch_ref": self.patch_ref, "digests": self.digests(None, None)},
         )  # fmt: skip
         return GradeResult(envelope, EXIT_INFRA, failure_class)
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import difflib
+import hashlib
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -100,6 +101,18 @@ RULES: Final = ("burned", "static_source", "held_out_source", "after_cutoff", "b
 
 class SetError(ValueError):
     """A refused set operation or an unreadable set entry: says which task, which set and which rule."""
+
+
+PROBLEM_FIELDS: Final = ("repo", "base_commit", "problem_statement", "patch", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS")
+
+
+def problem_digest(fields: Mapping[str, Any]) -> str:
+    """The problem itself, whatever it is called: a digest of the fields that define the task
+    (repository, base commit, statement, patches, test lists), without its id or dates. A copy of
+    a burned task under a new instance id is still the same problem, so still burned."""
+    from .ledger import canonical
+
+    return "sha256:" + hashlib.sha256(canonical({k: fields.get(k) for k in PROBLEM_FIELDS}).encode("utf-8")).hexdigest()
 
 
 def task_id_of(instance: Instance) -> str:
@@ -417,6 +430,7 @@ class _Fold:
     versions: dict[str, list[_Version]] = field(default_factory=dict)
     uses: dict[str, list[Use]] = field(default_factory=dict)  # task id -> uses
     instance_uses: dict[str, list[Use]] = field(default_factory=dict)  # instance id -> uses
+    problem_uses: dict[str, list[Use]] = field(default_factory=dict)  # problem digest -> uses
     history: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def current(self, name: str) -> _Version | None:
@@ -426,15 +440,17 @@ class _Fold:
     def active(self) -> list[_Version]:
         return [versions[-1] for versions in self.versions.values()]
 
-    def uses_of(self, task_id: str, instance_id: str) -> list[Use]:
-        """A burned task is burned by its content and by its instance id: a copy of a burned
-        instance with an edited field is still the same problem, so still burned."""
+    def uses_of(self, task_id: str, instance_id: str, problem: str | None = None) -> list[Use]:
+        """A burned task is burned by its content, by its instance id and by its problem digest: a
+        copy of a burned instance with an edited field, or renamed, is still the same problem."""
         found = {(u.seq, u.decision): u for u in self.uses.get(task_id, [])}
         found.update({(u.seq, u.decision): u for u in self.instance_uses.get(instance_id, [])})
+        if problem:
+            found.update({(u.seq, u.decision): u for u in self.problem_uses.get(problem, [])})
         return sorted(found.values(), key=lambda u: (u.seq, u.when))
 
     def task_state(self, version: _Version, task: Mapping[str, Any], cutoff: str | None) -> TaskState:
-        uses = tuple(self.uses_of(task["task_id"], task["instance_id"]))
+        uses = tuple(self.uses_of(task["task_id"], task["instance_id"], task.get("problem")))
         burned_by = uses[0] if uses else None
         parsed = parse_cutoff(cutoff) if cutoff is not None else None
         status, rule = classify_task(version.source, task.get("created_at"), parsed, burned_by)
@@ -460,7 +476,7 @@ class _Fold:
 
 def _task_row(instance: Instance) -> dict[str, Any]:
     return {"task_id": task_id_of(instance), "instance_id": instance.instance_id,
-            "created_at": instance.fields.get("created_at")}  # fmt: skip
+            "created_at": instance.fields.get("created_at"), "problem": problem_digest(instance.fields)}  # fmt: skip
 
 
 def _where(seq: int) -> str:
@@ -576,8 +592,8 @@ def _apply_version(folded: _Fold, body: Mapping[str, Any], seq: int, created: st
         cutoff = parse_cutoff(cutoff).text
     elif parse_source(source)[0] in NEEDS_CUTOFF:
         _cutoff_required(source, name)
-    tasks = [{"task_id": t["task_id"], "instance_id": t["instance_id"], "created_at": t.get("created_at")}
-             for t in body["tasks"]]  # fmt: skip
+    tasks = [{"task_id": t["task_id"], "instance_id": t["instance_id"], "created_at": t.get("created_at"),
+              "problem": t.get("problem")} for t in body["tasks"]]  # fmt: skip
     for task in tasks:
         if not isinstance(task["task_id"], str) or TASK_ID_RE.fullmatch(task["task_id"]) is None:
             raise SetError(f"{_where(seq)}: task id {task['task_id']!r} is not a content address")
@@ -644,10 +660,12 @@ def _apply_burn(folded: _Fold, body: Mapping[str, Any], seq: int) -> None:
         task = members.get(task_id)
         if task is None:
             raise SetError(f"{_where(seq)}: task {task_id} is not in {body['set_id']}")
-        if not folded.uses_of(task_id, task["instance_id"]):
+        if not folded.uses_of(task_id, task["instance_id"], task.get("problem")):
             newly.append(task_id)
         folded.uses.setdefault(task_id, []).append(use)
         folded.instance_uses.setdefault(task["instance_id"], []).append(use)
+        if task.get("problem"):
+            folded.problem_uses.setdefault(task["problem"], []).append(use)
     if list(body["newly_burned"]) != newly:
         raise SetError(f"{_where(seq)}: the burn records newly burned tasks {body['newly_burned']} but the "
                        f"state before it gives {newly}")  # fmt: skip
@@ -748,9 +766,10 @@ def _check_name(name: str) -> None:
                        "digit, at most 100 characters (the version is added as @vN)")  # fmt: skip
 
 
-def _task_bodies(states: Sequence[TaskState]) -> list[dict[str, Any]]:
+def _task_bodies(states: Sequence[TaskState], rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    problems = {row["task_id"]: row.get("problem") for row in rows}
     return [{"task_id": s.task_id, "instance_id": s.instance_id, "created_at": s.created_at, "status": s.status,
-             "rule": s.rule} for s in states]  # fmt: skip
+             "rule": s.rule, "problem": problems.get(s.task_id)} for s in states]  # fmt: skip
 
 
 def create_set(ledger: Ledger, name: str, role: str, instances: Sequence[Instance], source: str,
@@ -773,7 +792,7 @@ def create_set(ledger: Ledger, name: str, role: str, instances: Sequence[Instanc
         draft = _Version(name, 1, cast(Role, role), source, normalized, rows, 0, "", dataset, [])
         states = _check_tasks(folded, draft, 0)
         return {"event": "create", "name": name, "set_id": f"{name}@v1", "role": role, "source": source,
-                "cutoff": normalized, "dataset": dataset, "tasks": _task_bodies(states)}  # fmt: skip
+                "cutoff": normalized, "dataset": dataset, "tasks": _task_bodies(states, rows)}  # fmt: skip
 
     return _write(ledger, build)[1]
 
@@ -833,6 +852,10 @@ def rotate_set(ledger: Ledger, name: str, add: Sequence[Instance] = (), cutoff: 
                            "(to change those tasks, create a new set)")  # fmt: skip
         version = folded.versions[state.name][-1]
         new_cutoff = parse_cutoff(cutoff).text if cutoff is not None else version.cutoff
+        if cutoff is not None and version.cutoff is not None and parse_cutoff(new_cutoff).latest < parse_cutoff(version.cutoff).latest:
+            raise SetError(f"{state.set_id}: --cutoff {new_cutoff} is earlier than the set's cutoff {version.cutoff}: "
+                           "a rotation never lowers the cutoff (that would let older, possibly seen tasks count as "
+                           "fresh); a model with an earlier cutoff gets a new set")  # fmt: skip
         if new_cutoff is None and parse_source(version.source)[0] in NEEDS_CUTOFF:
             _cutoff_required(version.source, state.name)
         probe = _Version(state.name, version.version, version.role, version.source, new_cutoff, version.tasks, 0, "",
@@ -862,7 +885,7 @@ def rotate_set(ledger: Ledger, name: str, add: Sequence[Instance] = (), cutoff: 
         states = _check_tasks(folded, draft, 0)
         return {"event": "rotate", "name": state.name, "set_id": f"{state.name}@v{draft.version}",
                 "from": state.set_id, "cutoff": new_cutoff, "dataset": dataset, "retired": retired,
-                "added": [r["task_id"] for r in rows], "tasks": _task_bodies(states)}  # fmt: skip
+                "added": [r["task_id"] for r in rows], "tasks": _task_bodies(states, [*version.tasks, *rows])}  # fmt: skip
 
     return _write(ledger, build)[1]
 

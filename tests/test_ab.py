@@ -74,6 +74,8 @@ def edit(path: str, value: Any) -> dict[str, Any]:
         ("frozen.token_budget", "lots", "field 'token_budget': expected a whole number"),
         ("frozen.seed_strategy", "x", "'seed_strategy' is not a frozen field"),
         ("frozen.candidate_count", 0, "'candidate_count': must be at least 1"),
+        ("frozen.candidate_count", 3, "this comparison grades one candidate per task and seed"),
+        ("model_training_cutoff", "", "field 'model_training_cutoff': expected a date"),
         ("arms.1.kind", "better", "field 'kind': 'better' is not one of native, passive, governed, ablation"),
         ("arms.1.name", "treatment", "the two arms must be named baseline and candidate"),
         ("seeds", [1, 1], "expected a non-empty list of distinct whole numbers"),
@@ -101,12 +103,22 @@ def test_frozen_fields_a_run_declares_are_checked_and_undeclared_ones_are_unknow
 # ---------------------------------------------------------------- statistics, against scipy
 
 
-def test_the_spec_example_five_seeds_each_is_a_variance_backed_yes():
+def pairs(counts: list[int], tasks: int = 100) -> dict[tuple[int, str], bool]:
+    """Per (seed, task): resolved, for seeds resolving the first ``count`` tasks."""
+    return {(seed, f"t{i:03d}"): i < count for seed, count in enumerate(counts, 1) for i in range(tasks)}
+
+
+TASKS = [f"t{i:03d}" for i in range(100)]
+
+
+def test_the_spec_example_five_seeds_each_is_a_paired_yes_and_agrees_with_scipy():
     baseline, candidate = [33, 36, 35, 34, 37], [36, 39, 38, 40, 37]
-    delta, significant, test = ab.compare(baseline, candidate, 100, 0.05, admissible=True)
-    expected = scipy_stats.ttest_rel([c / 100 for c in candidate], [b / 100 for b in baseline])
+    delta, significant, test = ab.compare(pairs(baseline), pairs(candidate), [1, 2, 3, 4, 5], TASKS, 0.05, admissible=True)
     assert delta == pytest.approx(0.03) and significant == "yes"
-    assert test["p_value"] == pytest.approx(expected.pvalue) and test["statistic"] == pytest.approx(expected.statistic)
+    assert test["discordant"] == {"candidate_only": 15, "baseline_only": 0}
+    assert test["p_value"] == pytest.approx(scipy_stats.binomtest(15, 15, 0.5).pvalue)
+    expected = scipy_stats.ttest_rel([c / 100 for c in candidate], [b / 100 for b in baseline])
+    assert test["t_test_over_seeds"] == {"p_value": pytest.approx(expected.pvalue), "statistic": pytest.approx(expected.statistic)}
     mean, variance, (low, high) = ab.arm_statistics(candidate, 100, 0.05)
     rates = [c / 100 for c in candidate]
     assert mean == pytest.approx(0.38) and variance == pytest.approx(scipy_stats.tvar(rates))
@@ -114,25 +126,34 @@ def test_the_spec_example_five_seeds_each_is_a_variance_backed_yes():
 
 
 def test_a_three_point_difference_on_one_seed_is_never_yes():
-    delta, significant, test = ab.compare([35], [38], 100, 0.05, admissible=True)
-    assert delta == pytest.approx(0.03) and significant == "no" and test["p_value"] is None
+    delta, significant, test = ab.compare(pairs([35]), pairs([38]), [1], TASKS, 0.05, admissible=True)
+    assert delta == pytest.approx(0.03) and significant == "no" and "one seed" in test["note"]
     mean, variance, (low, high) = ab.arm_statistics([38], 100, 0.05)
     ci = scipy_stats.binomtest(38, 100).proportion_ci(confidence_level=0.95, method="wilson")
     assert variance is None and (low, high) == pytest.approx((ci.low, ci.high))
-    # even a huge single-seed difference has no variance estimate behind it
-    assert ab.compare([0], [100], 100, 0.05, admissible=True)[1] == "no"
+    # even a huge single-seed difference is one draw, not a replicated effect
+    assert ab.compare(pairs([0]), pairs([100]), [1], TASKS, 0.05, admissible=True)[1] == "no"
 
 
-def test_the_same_three_points_held_over_five_seeds_can_be_yes():
-    assert ab.compare([35] * 5, [38] * 5, 100, 0.05, admissible=True)[1:] == (
-        "yes", {"test": "paired t-test (no spread in the per-seed differences)", "p_value": 0.0, "statistic": None,
-                "seeds": 5, "alpha": 0.05})  # fmt: skip
-    noisy = ab.compare([35, 30, 40, 33, 37], [38, 29, 44, 31, 41], 100, 0.05, admissible=True)
-    assert noisy[1] == "no"  # the same mean gain, drowned in per-seed noise
+def test_the_same_three_points_held_over_five_seeds_can_be_yes_two_seeds_of_one_point_cannot():
+    assert ab.compare(pairs([35] * 5), pairs([38] * 5), [1, 2, 3, 4, 5], TASKS, 0.05, admissible=True)[1] == "yes"
+    two = ab.compare(pairs([35, 35]), pairs([36, 36]), [1, 2], TASKS, 0.05, admissible=True)
+    assert two[1] == "no" and two[2]["p_value"] == pytest.approx(0.5)  # 2 discordant pairs prove nothing
+    # the same mean gain made of many wins and losses: drowned in noise
+    noisy_base = {(s, t): (i + s) % 2 == 0 for s in range(1, 6) for i, t in enumerate(TASKS)}
+    noisy_cand = {(s, t): (i + s) % 2 == 1 or i < 3 for s in range(1, 6) for i, t in enumerate(TASKS)}
+    assert ab.compare(noisy_base, noisy_cand, [1, 2, 3, 4, 5], TASKS, 0.05, admissible=True)[1] == "no"
+
+
+def test_seeds_that_agree_exactly_keep_the_binomial_uncertainty():
+    mean, variance, interval = ab.arm_statistics([0, 0, 0, 0, 0], 3, 0.05)
+    ci = scipy_stats.binomtest(0, 15).proportion_ci(confidence_level=0.95, method="wilson")
+    assert (mean, variance) == (0.0, 0.0) and interval == pytest.approx((ci.low, ci.high)) and interval[1] > 0.1
 
 
 def test_inadmissible_evidence_is_undetermined():
-    assert ab.compare([33, 36, 35, 34, 37], [36, 39, 38, 40, 37], 100, 0.05, admissible=False)[1] == "undetermined"
+    result = ab.compare(pairs([33, 36, 35, 34, 37]), pairs([36, 39, 38, 40, 37]), [1, 2, 3, 4, 5], TASKS, 0.05, admissible=False)
+    assert result[1] == "undetermined"
 
 
 @pytest.mark.parametrize(
@@ -154,6 +175,11 @@ def test_a_candidate_whose_cost_swallows_its_gain_is_not_kept():
     assert ten_times == "pare_back" and "the cost swallows the gain" in why
     assert ab.recommend(0.03, "yes", {"baseline": 4.0, "candidate": 40.0}, resolved, 20.0)[0] == "keep"
     assert ab.recommend(0.03, "yes", {"baseline": 4.0, "candidate": 40.0}, resolved, 5.0)[0] == "pare_back"
+
+
+def test_a_development_set_never_promotes():
+    verdict, why = ab.recommend(0.2, "yes", {"baseline": 1.0, "candidate": 1.0}, {"baseline": 1, "candidate": 2}, None, "development")
+    assert verdict == "pare_back" and "regression set" in why
 
 
 @pytest.mark.parametrize(
@@ -220,13 +246,28 @@ def arm_file(tmp_path: Path, name: str, resolves: dict[int, set[str]], dollars: 
     return path
 
 
-def experiment(tmp_path: Path, **changes: Any) -> tuple[Path, Path]:
-    """A ledger holding the regression set of the three fixture tasks, and a manifest file."""
+def record_valid_audits(ledger: Path) -> None:
+    """The three fixture tasks' audits, as `audit run` records a clean one (the checks themselves are
+    tested in test_audit.py): without them every run is quarantined (task_audit_missing)."""
+    from pytest_objective_scoring.audit_ledger import record_audit
+    from pytest_objective_scoring.instances import load_instances
+    from pytest_objective_scoring.ledger import Ledger
+
+    with Ledger(ledger) as opened:
+        for instance in load_instances(DATASET):
+            report = {"instance_id": instance.instance_id, "disposition": "valid", "complete": True, "findings": [], "checks": []}
+            record_audit(opened, report, instance.fields, every_days=30, environment={"python": "test"})
+
+
+def experiment(tmp_path: Path, audited: bool = True, **changes: Any) -> tuple[Path, Path]:
+    """A ledger holding the regression set of the three fixture tasks (audited), and a manifest file."""
     ledger = tmp_path / "ledger.sqlite"
     if not ledger.exists():
         made = run_cli("sets", "create", "regression", "--role", "regression", "--dataset", str(DATASET),
                        "--source", "static:fixtures", "--ledger", str(ledger))  # fmt: skip
         assert made.returncode == 0, made.stderr
+        if audited:
+            record_valid_audits(ledger)
     manifest = tmp_path / "manifest.json"
     manifest.write_text(json.dumps({**MANIFEST, **changes}))
     return ledger, manifest
@@ -259,8 +300,8 @@ def test_phase_6_a_preregistered_comparison_over_five_seeds_of_real_gradings(tmp
     assert arms["baseline"]["resolved"] == [1, 1, 0, 1, 1] and arms["candidate"]["resolved"] == [2, 3, 2, 2, 3]
     assert arms["candidate"]["mean"] == pytest.approx(12 / 15)
     assert arms["baseline"]["variance"] == pytest.approx(scipy_stats.tvar([1 / 3, 1 / 3, 0, 1 / 3, 1 / 3]))
-    expected = scipy_stats.ttest_rel([c / 3 for c in [2, 3, 2, 2, 3]], [b / 3 for b in [1, 1, 0, 1, 1]])
-    assert details["test"]["p_value"] == pytest.approx(expected.pvalue)
+    assert details["test"]["discordant"] == {"candidate_only": 8, "baseline_only": 0}
+    assert details["test"]["p_value"] == pytest.approx(scipy_stats.binomtest(8, 8, 0.5).pvalue)
     assert record["result"] == {"delta": pytest.approx(8 / 15), "significant": "yes", "recommendation": "keep"}
     for arm in arms.values():  # cost on both arms: the harness's tokens and dollars, the grading's CPU and wall time
         assert arm["cost"]["tokens"] == 15000 and arm["cost"]["calls"] == 60 and arm["cost"]["cpu"] > 0
@@ -279,9 +320,17 @@ def test_phase_6_a_preregistered_comparison_over_five_seeds_of_real_gradings(tmp
     assert page.count("data:image/png;base64,") == 2 and "<table>" in page and "http" not in page.split("<body>")[1]
     table = ab_cli("show", "exp-1", ledger=ledger)
     assert "significant: yes" in table.stdout and "recommendation: keep" in table.stdout
-    # running again reads every grading back from the ledger: nothing is graded twice
+    # running again reads the comparison back: nothing is graded twice, no second comparison is written
     again = run_arms(manifest, ledger, baseline, candidate, "--json")
-    assert json.loads(again.stdout)["record"]["arms"] == output["record"]["arms"]
+    assert json.loads(again.stdout)["record"]["arms"] == output["record"]["arms"] and json.loads(again.stdout)["resumed"]
+    # a preregistered experiment is run once: other predictions are refused, never a second, luckier result
+    other = arm_file(tmp_path, "other", CANDIDATE | {1: set(PROJECTS)}, dollars=0.12)
+    refused = run_arms(manifest, ledger, baseline, other)
+    assert refused.returncode == 2 and "already has its comparison" in refused.stderr
+    from pytest_objective_scoring.ledger import Ledger
+
+    with Ledger(ledger) as opened:
+        assert len(list(opened.entries("ab_comparison"))) == 1
 
 
 @pytest.mark.slow
@@ -301,6 +350,12 @@ def test_one_seed_is_never_significant_and_unknown_frozen_fields_are_undetermine
     output = json.loads(unknown.stdout)
     assert output["record"]["result"]["significant"] == "undetermined"
     assert "frozen fields not declared by the runs (unknown): candidate_count" in output["details"]["inadmissible_because"][0]
+    ledger3, manifest3 = experiment(tmp_path / "q", audited=False, name="never-audited", seeds=[2])
+    assert ab_cli("preregister", str(manifest3), ledger=ledger3).returncode == 0
+    quarantined = run_arms(manifest3, ledger3, arm_file(tmp_path, "b3", BASELINE, 0.1, seeds=(2,)),
+                           arm_file(tmp_path, "c3", CANDIDATE, 0.1, seeds=(2,)), "--json")  # fmt: skip
+    details = json.loads(quarantined.stdout)["details"]
+    assert "quarantined runs are not admissible: task_audit_missing (6)" in details["inadmissible_because"]
 
 
 def test_refusals_before_anything_is_graded(tmp_path):
@@ -340,6 +395,10 @@ def test_refusals_before_anything_is_graded(tmp_path):
     assert other.returncode == 2 and "differ(s) from the task set's content-addressed task(s)" in other.stderr
     with __import__("pytest_objective_scoring.ledger", fromlist=["Ledger"]).Ledger(ledger) as opened:
         assert list(opened.entries("score")) == [], "nothing was graded"
+    over = arm_file(tmp_path, "over", CANDIDATE, 0.1, seeds=(1,))
+    over.write_text(over.read_text().replace('"tokens": 1000', '"tokens": 999999'))
+    budget = run_arms(manifest, ledger, base, over)
+    assert budget.returncode == 2 and "999999 tokens exceed the frozen token_budget 200000" in budget.stderr
     missing_set = experiment(tmp_path / "x", name="no-set", frozen={**FROZEN, "task_set": "nowhere"})
     unknown_set = ab_cli("preregister", str(missing_set[1]), ledger=missing_set[0])
     assert unknown_set.returncode == 2 and "nowhere" in unknown_set.stderr
@@ -352,10 +411,11 @@ def test_a_quarantined_run_makes_the_comparison_undetermined():
 
     manifest = ab.parse_manifest({**MANIFEST, "seeds": [1, 2]}, "m")
     tasks = {"sha256:a": "t-a", "sha256:b": "t-b"}
-    task_set = SimpleNamespace(instances=tasks, record=SimpleNamespace(set_id="regression@v1"))
+    task_set = SimpleNamespace(instances=tasks, record=SimpleNamespace(set_id="regression@v1", role="regression"))
 
     def row(outcome: str) -> dict:
-        return {"failure_class": outcome, "cost": {"tokens": 1, "calls": 1, "cpu": 1.0, "wall_time": 1.0, "dollars": 0.1}}
+        return {"failure_class": outcome, "cost": {"tokens": 1, "calls": 1, "cpu": 1.0, "wall_time": 1.0, "dollars": 0.1},
+                "cost_breakdown": {"model_dollars": 0.1}}
 
     rows = {(f"ab:exp-1/{arm}/seed{seed}", task): row("resolved" if arm == "candidate" else "not_resolved")
             for arm in ("baseline", "candidate") for seed in (1, 2) for task in tasks.values()}  # fmt: skip
@@ -365,3 +425,79 @@ def test_a_quarantined_run_makes_the_comparison_undetermined():
     assert details["inadmissible_because"] == ["1 grading(s) were infrastructure failures: those runs are quarantined"]
     assert ab.claim_level(details, record)[0] == "none"
     assert [a["resolved"] for a in record["arms"]] == [[0, 0], [2, 1]]
+
+
+@pytest.mark.slow
+def test_the_comparison_refuses_invalid_runs(tmp_path):
+    from pytest_objective_scoring.audit_ledger import record_audit
+    from pytest_objective_scoring.instances import load_instances
+    from pytest_objective_scoring.ledger import Ledger
+
+    ledger, manifest = experiment(tmp_path, name="invalid-task", seeds=[1])
+    with Ledger(ledger) as opened:  # a later audit found one task invalid: every verdict on it is invalid
+        instance = next(i for i in load_instances(DATASET) if i.instance_id == "fixtures__csvlite-1")
+        record_audit(opened, {"instance_id": instance.instance_id, "disposition": "invalid", "complete": True,
+                              "findings": [{"kind": "empty_patch_resolves"}], "checks": []},
+                     instance.fields, every_days=30, environment={})  # fmt: skip
+    assert ab_cli("preregister", str(manifest), ledger=ledger).returncode == 0
+    refused = run_arms(manifest, ledger, arm_file(tmp_path, "b", BASELINE, 0.1, seeds=(1,)),
+                       arm_file(tmp_path, "c", CANDIDATE, 0.1, seeds=(1,)))  # fmt: skip
+    assert refused.returncode == 2
+    assert "the comparison refuses invalid runs (2): baseline seed1 fixtures__csvlite-1: task_audit_invalid" in refused.stderr
+    with Ledger(ledger) as opened:
+        assert list(opened.entries("ab_comparison")) == []
+
+
+def summarize(arm_rows: dict[str, str], kinds: tuple[str, str] = ("native", "governed"), model_dollars: float | None = 0.1) -> tuple[dict, dict]:
+    from types import SimpleNamespace
+
+    from pytest_objective_scoring.ab_commands import summarize_comparison
+
+    data = copy.deepcopy(MANIFEST)
+    data["seeds"] = [1, 2]
+    data["arms"][0]["kind"], data["arms"][1]["kind"] = kinds
+    manifest = ab.parse_manifest(data, "m")
+    tasks = {"sha256:a": "t-a", "sha256:b": "t-b"}
+    task_set = SimpleNamespace(instances=tasks, record=SimpleNamespace(set_id="regression@v1", role="regression"))
+    rows = {(f"ab:exp-1/{arm}/seed{seed}", task): {"failure_class": arm_rows[arm], "disposition": "eligible",
+            "cost": {"tokens": 1, "calls": 1, "cpu": 1.0, "wall_time": 1.0, "dollars": 0.2},
+            "cost_breakdown": {"model_dollars": model_dollars if arm == "candidate" else 0.1}}
+            for arm in ("baseline", "candidate") for seed in (1, 2) for task in tasks.values()}  # fmt: skip
+    return summarize_comparison(manifest, task_set, rows, [], "/usr/bin/python3")
+
+
+def test_unknown_harness_dollars_are_unknown_not_zero():
+    record, details = summarize({"baseline": "not_resolved", "candidate": "resolved"}, model_dollars=None)
+    arms = {a["name"]: a for a in record["arms"]}
+    assert arms["candidate"]["cost"]["dollars"] is None and arms["baseline"]["cost"]["dollars"] == pytest.approx(0.8)
+    assert record["result"]["significant"] == "no"  # 4 discordant pairs over 2 seeds: p = 0.125
+    assert details["dollars_per_seed"]["candidate"] is None
+
+
+def test_a_passive_arm_that_changes_outcomes_fails_treatment_integrity():
+    record, details = summarize({"baseline": "not_resolved", "candidate": "resolved"}, kinds=("native", "passive"))
+    assert record["result"]["significant"] == "undetermined"
+    assert any("treatment integrity" in reason for reason in details["inadmissible_because"])
+    same, same_details = summarize({"baseline": "resolved", "candidate": "resolved"}, kinds=("native", "passive"))
+    assert same_details["outcomes_identical"] and same_details["admissible"]
+
+
+def test_the_preregistration_pins_the_task_set_and_a_holdout_needs_the_models_cutoff(tmp_path):
+    ledger = tmp_path / "ledger.sqlite"
+    made = run_cli("sets", "create", "hold", "--role", "holdout_live", "--dataset", str(DATASET), "--source",
+                   "held_out:private", "--ledger", str(ledger))  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    record_valid_audits(ledger)
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({**MANIFEST, "name": "hold-1", "frozen": {**FROZEN, "task_set": "hold"}}))
+    no_cutoff = ab_cli("preregister", str(manifest), ledger=ledger)
+    assert no_cutoff.returncode == 2 and "must name the frozen model's model_training_cutoff" in no_cutoff.stderr
+    manifest.write_text(json.dumps({**MANIFEST, "name": "hold-1", "frozen": {**FROZEN, "task_set": "hold"},
+                                    "model_training_cutoff": "2024-12-31", "seeds": [1]}))  # fmt: skip
+    assert ab_cli("preregister", str(manifest), ledger=ledger).returncode == 0
+    assert run_cli("sets", "burn", "hold", "--decision", "another decision", "--task", "fixtures__csvlite-1",
+                   "--ledger", str(ledger)).returncode == 0  # fmt: skip
+    assert run_cli("sets", "rotate", "hold", "--ledger", str(ledger)).returncode == 0
+    moved = run_arms(manifest, ledger, arm_file(tmp_path, "b", BASELINE, 0.1, seeds=(1,)),
+                     arm_file(tmp_path, "c", CANDIDATE, 0.1, seeds=(1,)))  # fmt: skip
+    assert moved.returncode == 2 and "task set hold@v1 was retired since preregistration (rotated)" in moved.stderr

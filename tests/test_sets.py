@@ -723,3 +723,24 @@ def test_no_network_or_model_client_is_imported_or_needed(tmp_path):
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report == {"codes": [0, 0, 0, 0], "imported": []}
+
+
+def test_a_burned_task_renamed_is_still_burned(ledger, fx):
+    create_set(ledger, "dev", "development", [fx[CSVLITE]], "static:fixtures")
+    burn(ledger, "dev", "decision one", when=T0)
+    renamed = parse_instance({**fx[CSVLITE].fields, "instance_id": "fixtures__csvlite-1-copy",
+                              "created_at": "2030-01-01T00:00:00Z"}, "<renamed copy>")  # fmt: skip
+    assert task_id_of(renamed) != task_id_of(fx[CSVLITE])
+    refused(lambda: create_set(ledger, "fresh", "holdout_live", [renamed], "held_out:private"),
+            "fixtures__csvlite-1-copy", "holdout_live")  # fmt: skip
+    create_set(ledger, "reg", "regression", [renamed], "static:fixtures")
+    [state] = resolve_set(ledger, "reg").tasks
+    assert state.burned_by is not None and state.burned_by.decision == "decision one"
+
+
+def test_a_rotation_never_lowers_the_cutoff(ledger):
+    fresh = task("fresh-1", "2025-06-01T00:00:00Z")
+    create_set(ledger, "hold", "holdout_live", [fresh], "timestamp_gated:fixtures", cutoff="2025-05-01")
+    older = task("older-1", "2025-01-15T00:00:00Z")
+    refused(lambda: rotate_set(ledger, "hold", add=[older], cutoff="2020-01-01"),
+            "--cutoff 2020-01-01 is earlier than the set's cutoff 2025-05-01", "never lowers the cutoff")
