@@ -4,21 +4,23 @@
 through :func:`.runner.grade_candidate` (the same isolated, protected run as any
 candidate; nothing here executes repository code itself), and reads the verdicts:
 
-========================  =========================================================  ==========
-check                     what is graded, and what it must give                       finding
-========================  =========================================================  ==========
-``empty_patch``           the empty patch (with re-runs): ``not_resolved``            ``empty_patch_resolves``
-``gold_patch``            the instance's gold patch (with re-runs): ``resolved``      ``gold_not_resolved``, ``no_gold_patch``
-``noop_patch``            a comment appended to a gold-touched Python file            ``noop_patch_resolves``
-``stub_patch``            every gold-touched function's body ``raise NotImplementedError``  ``stub_patch_resolves``
-``weak_tests``            the gold patch minus one hunk, for each hunk: not resolved  ``untested_hunk``
-``flakiness``             the empty and gold gradings' re-runs: same outcome per test  ``flaky_test``, ``flaky_run``
-``evaluator_exploits``    three exploits (edit the tests, a root ``conftest.py``,      ``evaluator_exploitable``
-                          patch pytest's report class from a library module):
-                          not resolved, or flagged / dropped by the runner
-``solution_leakage``      no grading: gold-patch lines found verbatim in the          ``solution_leak``
-                          problem statement or the hints
-========================  =========================================================  ==========
+* ``empty_patch``: the empty patch (with re-runs) must not resolve
+  (``empty_patch_resolves``);
+* ``gold_patch``: the instance's gold patch (with re-runs) must resolve
+  (``gold_not_resolved``; ``no_gold_patch`` when there is none);
+* ``noop_patch``: a comment appended to a gold-touched Python file must not resolve
+  (``noop_patch_resolves``);
+* ``stub_patch``: every gold-touched function's body replaced by ``raise
+  NotImplementedError`` must not resolve (``stub_patch_resolves``);
+* ``weak_tests``: the gold patch minus one hunk, for each hunk, must not resolve
+  (``untested_hunk``);
+* ``flakiness``: every listed test must give the same outcome in every run of the empty
+  and of the gold patch (``flaky_test``; ``flaky_run`` for a re-run without a verdict);
+* ``evaluator_exploits``: three exploits (edit the tests, a root ``conftest.py``, patch
+  pytest's report class from a library module) must come back not resolved, or flagged or
+  with their protected changes dropped by the runner (``evaluator_exploitable``);
+* ``solution_leakage``: no grading; gold-patch lines must not appear verbatim in the
+  problem statement or the hints (``solution_leak``).
 
 The empty-patch check also names the FAIL_TO_PASS tests that already pass on the base
 (``fail_to_pass_passes_on_base``) and the PASS_TO_PASS tests that do not
@@ -61,15 +63,26 @@ from .workspace import base_text
 
 __all__ = [
     "CHECKS",
+    "EXPLOITS",
     "FINDINGS",
+    "Ablation",
     "AuditFailure",
     "AuditReport",
     "CheckResult",
     "Finding",
     "GradingUsed",
+    "conftest_exploit",
+    "disposition_of",
+    "edit_tests_exploit",
+    "file_diff",
+    "finding",
+    "flaky_findings",
     "hunk_ablations",
+    "internals_exploit",
     "leaked_lines",
+    "noop_patch",
     "run_audit",
+    "stub_patch",
 ]
 
 SCHEMA_VERSION: Final = 1
@@ -827,7 +840,7 @@ class _Auditor:
     def grade(self, check: str, name: str, patch: str, reruns: int = 0) -> tuple[GradeResult, GradingUsed]:
         data = patch.encode("utf-8", "surrogateescape")
         patch_ref = f"audit:{name}"
-        self.progress(f"{self.instance.instance_id}: {check}: grading {patch_ref}")
+        self.progress(f"{check}: grading {patch_ref}")
         request = GradeRequest(repo=self.repo, instance=self.instance, patch=data, patch_ref=patch_ref, reruns=reruns,
                                **self.request)  # fmt: skip
         result = self.grade_fn(request)
@@ -910,6 +923,9 @@ class _Auditor:
                     f"stubbed: {', '.join(stubbed)}")  # fmt: skip
 
     def weak_tests_check(self, gold: GradeResult | None) -> None:
+        if not self.instance.patch or not self.instance.patch.strip():
+            self.skip("weak_tests", "the instance has no gold patch")
+            return
         if gold is None or not _resolved(gold):
             self.skip("weak_tests", "the gold patch is not resolved: removing its hunks says nothing")
             return
@@ -989,6 +1005,7 @@ def run_audit(
 
     ``repeats`` is how many times the empty and gold patches are run (the first run in the
     collected order, the others shuffled by recorded seeds); 1 turns the flakiness check off.
+    ``progress`` gets one line per grading (``"<check>: grading audit:<candidate>"``).
     ``grade`` is injectable for tests of the decisions; everything else is passed to each
     :class:`~.runner.GradeRequest`. Raises :class:`~.runner.BadInput` for a request the
     runner refuses (no such repository or interpreter, test ids that are not pytest ids).

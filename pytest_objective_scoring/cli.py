@@ -478,10 +478,11 @@ def build_parser() -> argparse.ArgumentParser:
     gb.add_argument("--json", action="store_true", help="Print the report as JSON instead of the table")
     gb.set_defaults(handler=cmd_grade_batch)
 
-    from . import ab_commands, sets_commands
+    from . import ab_commands, audit_commands, sets_commands
 
     sets_commands.add_parser(sub)
     ab_commands.add_parser(sub)
+    audit_commands.add_parser(sub)
 
     card = sub.add_parser("scorecard", help="Show a run's hierarchical scorecard, or diff two sets of runs stage by stage",
                           description="objective-score scorecard RUN | objective-score scorecard diff RUN_A RUN_B",

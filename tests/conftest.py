@@ -57,6 +57,7 @@ def normalize(envelope: dict[str, Any]) -> dict[str, Any]:
     data = json.loads(json.dumps(envelope))
     data.pop("created", None)
     data.pop("cost", None)  # measured: differs from run to run
+    data.pop("digests", None)  # the Score's digest covers graded_at
     data.pop("cost_breakdown", None)
     data["session"] = {"exitstatus": data["session"].get("exitstatus")}
     if data["score"]:
