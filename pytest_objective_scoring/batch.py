@@ -392,6 +392,51 @@ def result_row(job: Job, envelope: Mapping[str, Any] | None, recorded: Mapping[s
     }
 
 
+def swebench_run_reports(rows: Sequence[Mapping[str, Any]], jobs: Sequence[Job], dataset_size: int) -> dict[str, dict[str, Any]]:
+    """Per model, the run report SWE-bench's harness writes (``{model}.{run_id}.json``).
+
+    Its id lists: ``resolved_ids`` and ``unresolved_ids`` (graded, with a verdict),
+    ``empty_patch_ids`` (an empty or missing model_patch: SWE-bench does not grade those),
+    ``error_ids`` (SWE-bench's errors: the patch did not apply, or the grading broke), and,
+    beside them, ``infrastructure_failure_ids`` (the gradings that broke, also in ``error_ids``,
+    so a reader of SWE-bench's schema counts them as it would and ours can tell them apart).
+    """
+    reports: dict[str, dict[str, Any]] = {}
+    for job, row in zip(jobs, rows):
+        report = reports.setdefault(job.prediction.model, {key: [] for key in (
+            "submitted_ids", "completed_ids", "incomplete_ids", "empty_patch_ids", "resolved_ids", "unresolved_ids",
+            "error_ids", "infrastructure_failure_ids")})  # fmt: skip
+        instance_id = job.instance.instance_id
+        report["submitted_ids"].append(instance_id)
+        if not job.patch.strip():
+            report["empty_patch_ids"].append(instance_id)
+            continue
+        outcome = row["failure_class"]
+        if outcome in ("resolved", "not_resolved"):
+            report["completed_ids"].append(instance_id)
+            report["resolved_ids" if outcome == "resolved" else "unresolved_ids"].append(instance_id)
+        else:
+            report["error_ids"].append(instance_id)
+            if outcome == "infrastructure_failure":
+                report["infrastructure_failure_ids"].append(instance_id)
+    for report in reports.values():
+        for key in list(report):
+            report[key] = sorted(set(report[key]))
+        report.update(
+            total_instances=dataset_size,
+            submitted_instances=len(report["submitted_ids"]),
+            completed_instances=len(report["completed_ids"]),
+            resolved_instances=len(report["resolved_ids"]),
+            unresolved_instances=len(report["unresolved_ids"]),
+            empty_patch_instances=len(report["empty_patch_ids"]),
+            error_instances=len(report["error_ids"]),
+            infrastructure_failure_instances=len(report["infrastructure_failure_ids"]),
+            metric_space="binary_resolved",
+            schema_version=2,
+        )
+    return reports
+
+
 def summarize(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
     """Per model: how many predictions fell in each failure class, and how many were resumed."""
     table: dict[str, dict[str, int]] = {}

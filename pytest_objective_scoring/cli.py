@@ -137,6 +137,8 @@ def _finish_grade(args: argparse.Namespace, envelope: dict[str, Any], source: st
     from .integrity import receipt, settle
     from .render import StreamWriter, render_envelope
 
+    envelope["benchmark"] = args.benchmark or (instance_fields or {}).get("benchmark")
+
     written = []
     ledger_line = ""
     seq = None
@@ -431,6 +433,8 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--reruns", metavar="N", type=_reruns, default=0,
                        help="Run the tests N more times in shuffled orders (recorded seeds); the scorecard's robustness")  # fmt: skip
     grade.add_argument("--out", metavar="FILE", help="Write the Score and its envelope as JSON to FILE")
+    grade.add_argument("--benchmark", metavar="NAME", help="The benchmark this task belongs to (default: the instance's "
+                       "'benchmark' field, else unknown); summaries never rank or average across benchmarks")
     grade.add_argument("--receipt", metavar="FILE", help="Write the run's public receipt (identity, digests, disposition) as JSON")
     grade.add_argument("--json", action="store_true", help="Print the envelope as JSON instead of the summary")
     grade.set_defaults(handler=cmd_grade)
@@ -467,7 +471,11 @@ def build_parser() -> argparse.ArgumentParser:
     gb.add_argument("--repos", required=True, metavar="DIR", help="Where repositories are checked out: DIR/owner/name")
     gb.add_argument("--workers", type=int, default=1, metavar="N", help="Gradings at once on this machine (default: 1)")
     gb.add_argument("--scheduler", metavar="ADDRESS", help="Run the gradings on this Dask scheduler (tcp://host:8786)")
-    gb.add_argument("--report", metavar="FILE", help="Write a JSON report with one entry per prediction")
+    gb.add_argument("--report", metavar="FILE", help="Write a JSON report with one entry per prediction, and beside it "
+                    "SWE-bench's run report per model ({model}.{run_id}.json)")
+    gb.add_argument("--run-id", metavar="ID", default="objective-score", help="The run id in SWE-bench's report file names")
+    gb.add_argument("--benchmark", metavar="NAME", help="The benchmark these tasks belong to, recorded with every result "
+                    "(default: the dataset file's name); summaries never rank or average across benchmarks")
     gb.add_argument("--reruns", metavar="N", type=_reruns, default=0,
                     help="Run each candidate's tests N more times in shuffled orders (the scorecard's robustness)")
     gb.add_argument("--retry-infra", action="store_true", help="Grade again predictions whose recorded grading was an infrastructure failure")
@@ -478,11 +486,14 @@ def build_parser() -> argparse.ArgumentParser:
     gb.add_argument("--json", action="store_true", help="Print the report as JSON instead of the table")
     gb.set_defaults(handler=cmd_grade_batch)
 
-    from . import ab_commands, audit_commands, sets_commands
+    from . import ab_commands, audit_commands, harbor_commands, judged, samples_commands, sets_commands
 
     sets_commands.add_parser(sub)
     ab_commands.add_parser(sub)
     audit_commands.add_parser(sub)
+    samples_commands.add_parser(sub)
+    harbor_commands.add_parser(sub)
+    judged.add_parser(sub)
 
     card = sub.add_parser("scorecard", help="Show a run's hierarchical scorecard, or diff two sets of runs stage by stage",
                           description="objective-score scorecard RUN | objective-score scorecard diff RUN_A RUN_B",
@@ -498,6 +509,7 @@ def build_parser() -> argparse.ArgumentParser:
                            epilog=COSTS_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     costs.add_argument("--ledger", metavar="PATH", default=None, help=f"The ledger (default: {DEFAULT_LEDGER})")
     costs.add_argument("--harness", metavar="NAME", action="append", help="Only this harness (repeatable)")
+    costs.add_argument("--benchmark", metavar="NAME", help="Only this benchmark")
     costs.add_argument("--json", action="store_true", help="Print the report as JSON")
     costs.set_defaults(handler=cmd_costs)
     return parser
@@ -630,6 +642,7 @@ def grade_jobs(
     progress = _BatchProgress(len({j.key for j in jobs}), len(rows), quiet=quiet)
 
     def on_result(job: Any, envelope: dict[str, Any]) -> None:
+        envelope["benchmark"] = settings.get("benchmark")
         settle(envelope, audit_of(recorded_audits, job.instance.fields))
         seq = batch.record_result(ledger, envelope)
         rows[job.key] = batch.result_row(job, envelope, None, seq)
@@ -663,7 +676,8 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
         predictions = batch.load_predictions(args.predictions)
         python = resolve_python(args.python)
         settings = {"python": python, "timeout": args.timeout, "compat": args.compat or "strict",
-                    "compute_rate": _rate(args), "network": args.allow_network, "reruns": args.reruns}  # fmt: skip
+                    "compute_rate": _rate(args), "network": args.allow_network, "reruns": args.reruns,
+                    "benchmark": args.benchmark or Path(args.dataset).name.split(".")[0]}  # fmt: skip
         repos = Path(args.repos)
         if not repos.is_dir():
             raise CommandError(f"--repos {repos}: not a directory")
@@ -694,6 +708,12 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
     if args.report:
         Path(args.report).parent.mkdir(parents=True, exist_ok=True)
         Path(args.report).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        report["swebench_reports"] = []
+        for model, run_report in batch.swebench_run_reports(ordered, jobs, len(instances)).items():
+            name = f"{model.replace('/', '__')}.{args.run_id}.json"  # SWE-bench's file name: {model}.{run_id}.json
+            path = Path(args.report).parent / name
+            path.write_text(json.dumps(run_report, indent=2) + "\n", encoding="utf-8")
+            report["swebench_reports"].append(str(path))
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:
@@ -753,7 +773,7 @@ def _batch_table(summary: dict[str, dict[str, int]], ledger: Path, report: str |
 
 
 def cmd_costs(args: argparse.Namespace) -> int:
-    from .cost_ledger import runs_from_entries, summarize
+    from .cost_ledger import by_benchmark, runs_from_entries
     from .ledger import Ledger
 
     path = _ledger_path(args)
@@ -767,15 +787,23 @@ def cmd_costs(args: argparse.Namespace) -> int:
             known = ", ".join(sorted({r.harness for r in runs})) or "none"
             raise CommandError(f"--harness {unknown[0]}: no graded run of that harness in {path} (harnesses: {known})")
         runs = [r for r in runs if r.harness in args.harness]
-    summaries = summarize(runs)
+    if args.benchmark:
+        runs = [r for r in runs if r.benchmark == args.benchmark]
+    groups = by_benchmark(runs)
     if args.json:
-        print(json.dumps({"ledger": str(path), "runs": len(runs), "harnesses": [s.to_dict() for s in summaries]},
-                         indent=2, ensure_ascii=False))  # fmt: skip
+        print(json.dumps({"ledger": str(path), "runs": len(runs), "metric_space": "binary_resolved",
+                          "ranking": "within each benchmark; never across benchmarks or metric spaces",
+                          "benchmarks": [{"benchmark": name, "harnesses": [s.to_dict() for s in summaries]}
+                                         for name, summaries in groups.items()]}, indent=2, ensure_ascii=False))  # fmt: skip
         return 0
-    if not summaries:
+    if not groups:
         print(f"{path}: no graded run with a cost entry")
         return 0
-    _costs_table(path, summaries)
+    for name, summaries in groups.items():
+        _costs_table(path, summaries, name)
+    if len(groups) > 1:
+        print(f"{len(groups)} benchmarks: each is ranked on its own; resolve rates of different benchmarks are never "
+              "averaged or ranked together")  # fmt: skip
     return 0
 
 
@@ -783,11 +811,11 @@ def _fmt(value: float | int | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
-def _costs_table(path: Path, summaries: Sequence[Any]) -> None:
+def _costs_table(path: Path, summaries: Sequence[Any], benchmark: str = "unknown") -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"cost and correctness per harness in {path}")
+    table = Table(title=f"cost and correctness per harness, benchmark {benchmark} ({path})")
     for column in ("rank", "harness", "front", "resolved", "rate", "$/run", "res/$", "res/1k tok",
                    "res/wall-h", "res/CPU-s", "infra excl."):  # fmt: skip
         table.add_column(column, overflow="fold")
@@ -863,6 +891,14 @@ def select_scorecards(entries: Sequence[dict[str, Any]], selector: str) -> list[
     return [by_score[s] for s in seqs]
 
 
+def _one_benchmark(entries: Sequence[dict[str, Any]], command: str) -> None:
+    """Means are taken within one benchmark only: a rate on one instrument is not a rate on another."""
+    named = sorted({str(e["benchmark"]) for e in entries if e.get("benchmark")})
+    if len(named) > 1:
+        raise CommandError(f"{command}: the runs belong to benchmarks {', '.join(named)}; scores of different "
+                           "benchmarks are never averaged or compared as one number: select runs of one benchmark")  # fmt: skip
+
+
 def _few_seqs(seqs: Sequence[int]) -> str:
     return ", ".join(map(str, seqs[:12])) + (", ..." if len(seqs) > 12 else "")
 
@@ -877,6 +913,7 @@ def cmd_scorecard(args: argparse.Namespace) -> int:
         if len(words) != 3:
             raise CommandError("usage: objective-score scorecard diff RUN_A RUN_B")
         a, b = select_scorecards(entries, words[1]), select_scorecards(entries, words[2])
+        _one_benchmark([*a, *b], "scorecard diff")
         result = sc.diff([e["scorecard"] for e in a], [e["scorecard"] for e in b])
         result["selectors"] = {"a": words[1], "b": words[2]}
         if args.json:
@@ -887,6 +924,8 @@ def cmd_scorecard(args: argparse.Namespace) -> int:
     if len(words) != 1:
         raise CommandError("usage: objective-score scorecard RUN  (or: scorecard diff RUN_A RUN_B)")
     chosen = select_scorecards(entries, words[0])
+    if len(chosen) > 1:
+        _one_benchmark(chosen, "scorecard")
     if args.json:
         if len(chosen) == 1:
             print(json.dumps({"seq": chosen[0]["seq"], "score_seq": chosen[0]["score_seq"],

@@ -186,6 +186,7 @@ class RunCost:
     cost: Mapping[str, Any]
     model_dollars_reported: bool
     seq: int = 0
+    benchmark: str = "unknown"
 
     @property
     def infrastructure(self) -> bool:
@@ -242,13 +243,15 @@ def runs_from_entries(scores: Iterable[Mapping[str, Any]], costs: Iterable[Mappi
     infrastructure failure whatever recorded it.
     """
     cost_of = {c["body"].get("score_seq"): c["body"] for c in costs}
-    latest: dict[tuple[str, str, str], RunCost] = {}
+    latest: dict[tuple[str, str, str, str], RunCost] = {}
     for entry in scores:
         body, seq = entry["body"], entry["seq"]
         score = body.get("score") or {}
         cost_body = cost_of.get(seq)
         if cost_body is None:
             continue  # a run recorded without a cost (an older ledger): nothing to weigh
+        if body.get("metric_space", "binary_resolved") != "binary_resolved":
+            continue  # another metric space: never weighed on the resolve-rate scale
         cost = cost_body.get("cost") or {k: cost_body.get(k) for k in COST_FIELDS}
         breakdown = cost_body.get("breakdown") or {}
         harness = str(body.get("harness") or cost_body.get("harness") or UNNAMED)
@@ -264,8 +267,9 @@ def runs_from_entries(scores: Iterable[Mapping[str, Any]], costs: Iterable[Mappi
             cost=cost,
             model_dollars_reported=breakdown.get("model_dollars") is not None,
             seq=int(seq),
+            benchmark=str(body.get("benchmark") or "unknown"),
         )
-        key = (run.harness, run.instance_id, run.patch_ref)
+        key = (run.benchmark, run.harness, run.instance_id, run.patch_ref)
         if run.infrastructure and key in latest and not latest[key].infrastructure:
             continue
         latest[key] = run
@@ -319,6 +323,15 @@ def _dominates(a: HarnessSummary, b: HarnessSummary) -> bool:
     if ra is None or rb is None or ca is None or cb is None:
         return False
     return ra >= rb and ca <= cb and (ra > rb or ca < cb)
+
+
+def by_benchmark(runs: Iterable[RunCost]) -> dict[str, list[HarnessSummary]]:
+    """Summaries per benchmark: harnesses are ranked within one benchmark, never across two (a
+    resolve rate on one instrument is not commensurable with a rate on another)."""
+    groups: dict[str, list[RunCost]] = {}
+    for run in runs:
+        groups.setdefault(run.benchmark, []).append(run)
+    return {name: summarize(group) for name, group in sorted(groups.items())}
 
 
 def summarize(runs: Iterable[RunCost]) -> list[HarnessSummary]:

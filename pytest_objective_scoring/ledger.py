@@ -226,6 +226,8 @@ def score_entry(envelope: Mapping[str, Any], source: str) -> dict[str, Any]:
     runner = envelope.get("runner") or {}
     return {
         "source": source,
+        "benchmark": envelope.get("benchmark"),
+        "metric_space": envelope.get("metric_space", "binary_resolved"),
         "instance_id": envelope.get("instance_id"),
         "harness": envelope.get("harness"),
         "status": envelope.get("status"),
@@ -257,7 +259,8 @@ def run_entries(
     def linked(body: Mapping[str, Any]) -> Callable[[list[Entry]], Any]:
         """An entry that belongs to the run's score entry, written just before it."""
         return lambda written: {"instance_id": score["instance_id"], "patch_ref": score["patch_ref"],
-                                "harness": score["harness"], "score_seq": written[0].seq, **body}  # fmt: skip
+                                "harness": score["harness"], "benchmark": score["benchmark"],
+                                "score_seq": written[0].seq, **body}  # fmt: skip
 
     if envelope.get("cost"):
         items.append(("cost", linked({"cost": envelope["cost"], "breakdown": envelope.get("cost_breakdown") or {}})))

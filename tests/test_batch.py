@@ -95,7 +95,9 @@ def test_grade_batch_grades_every_prediction_records_it_and_costs_ranks_the_harn
     # costs: equal resolve rates at a 10x cost are ranked apart, the cheaper on the front
     shown = run_cli("costs", "--ledger", str(ledger), "--json")
     assert shown.returncode == 0, shown.stderr
-    ranked = {h["harness"]: h for h in json.loads(shown.stdout)["harnesses"]}
+    [benchmark] = json.loads(shown.stdout)["benchmarks"]
+    assert benchmark["benchmark"] == "fixtures"  # the dataset file's name
+    ranked = {h["harness"]: h for h in benchmark["harnesses"]}
     assert ranked["cheap-fix"]["rank"] == 1 and ranked["cheap-fix"]["on_pareto_front"]
     assert ranked["pricey-fix"]["rank"] > 1 and ranked["pricey-fix"]["dominated_by"] == ["cheap-fix"]
     assert ranked["cheap-fix"]["resolve_rate"] == ranked["pricey-fix"]["resolve_rate"] == 1.0
@@ -194,7 +196,7 @@ def test_infrastructure_failures_exit_3_and_retry_infra_grades_them_again(tmp_pa
     assert again.returncode == 3 and len(score_entries(ledger)) == 3  # resumed, infra failure included
     retried = batch_cli("--json", "--retry-infra", ledger=ledger, preds=preds, dataset=dataset)
     assert retried.returncode == 3 and len(score_entries(ledger)) == 4  # only the infrastructure failure re-ran
-    costs = json.loads(run_cli("costs", "--ledger", str(ledger), "--json").stdout)["harnesses"]
+    costs = json.loads(run_cli("costs", "--ledger", str(ledger), "--json").stdout)["benchmarks"][0]["harnesses"]
     assert costs[0]["runs"] == 2 and costs[0]["infrastructure_failures_excluded"] == 1 and costs[0]["resolve_rate"] == 1.0
 
 
