@@ -1,0 +1,9 @@
+"""Placeholder: replaced by its feature (issue 7)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    return None
