@@ -47,6 +47,7 @@ import keyword
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, final
@@ -849,6 +850,19 @@ class _Auditor:
             runner = result.envelope.get("runner") or {}
             detail = str(runner.get("failure_detail") or result.envelope.get("no_verdict_reason") or "")
             self.failures.append(AuditFailure(check, patch_ref, result.failure_class, detail))
+            return result, used
+        # The audit's own candidates must give real verdicts: one that does not apply, or whose run gave
+        # no verdict (the runner then grades "not resolved" from no result at all), proves nothing and
+        # must never read as a clean check. Exploits are exempt: a no-verdict there is the runner catching them.
+        problem = None
+        if check != "evaluator_exploits":
+            if result.envelope.get("candidate_no_verdict_reason"):
+                problem = f"the run gave no verdict: {result.envelope['candidate_no_verdict_reason']}"
+            elif result.failure_class == "patch_apply" and name != "gold":
+                problem = "the audit's generated candidate did not apply"
+        if problem is not None:
+            self.failures.append(AuditFailure(check, patch_ref, "verifier", problem))
+            used = dataclasses.replace(used, failure_class="verifier")
         return result, used
 
     def record(self, name: str, found: list[Finding], gradings: Sequence[GradingUsed] = (), detail: str = "") -> None:
@@ -874,20 +888,21 @@ class _Auditor:
     def run(self) -> AuditReport:
         reruns = self.repeats - 1
         empty, empty_used = self.grade("empty_patch", "empty", "", reruns)
-        ok = empty.failure_class not in INFRASTRUCTURE
+        ok = empty_used.failure_class not in INFRASTRUCTURE  # the grading's own class, or verifier when it proved nothing
         self.record("empty_patch", empty_findings(empty.envelope) if ok else [], [empty_used],
                     f"{self.repeats} run(s) of the base with the test patch")  # fmt: skip
         gold = self.gold_check(reruns)
         if not self.blocked("noop_patch"):
             patch, path = noop_patch(self.instance.patch, self.read_base)
             result, used = self.grade("noop_patch", "noop", patch)
-            self.record("noop_patch", canary_findings("noop_patch_resolves", result, {"file": path}), [used],
+            found = canary_findings("noop_patch_resolves", result, {"file": path}) if used.failure_class not in INFRASTRUCTURE else []
+            self.record("noop_patch", found, [used],
                         f"a comment appended to {path}")  # fmt: skip
         if not self.blocked("stub_patch"):
             self.stub_check()
         if not self.blocked("weak_tests"):
             self.weak_tests_check(gold)
-        self.flakiness_check(empty, gold)
+        self.flakiness_check(empty if ok else None, gold)
         if _resolved(empty):
             self.skip("evaluator_exploits", "the empty patch is resolved: an exploit cannot be told apart from the base")
         elif not self.blocked("evaluator_exploits"):
@@ -909,7 +924,7 @@ class _Auditor:
         if self.blocked("gold_patch"):
             return None
         result, used = self.grade("gold_patch", "gold", gold, reruns)
-        ok = result.failure_class not in INFRASTRUCTURE
+        ok = used.failure_class not in INFRASTRUCTURE
         self.record("gold_patch", gold_findings(result) if ok else [], [used], f"{self.repeats} run(s) of the gold patch")
         return result if ok else None
 
@@ -919,7 +934,8 @@ class _Auditor:
             self.skip("stub_patch", "no gold-touched function or method exists at the base to stub")
             return
         result, used = self.grade("stub_patch", "stub", patch)
-        self.record("stub_patch", canary_findings("stub_patch_resolves", result, {"stubbed": stubbed}), [used],
+        found = canary_findings("stub_patch_resolves", result, {"stubbed": stubbed}) if used.failure_class not in INFRASTRUCTURE else []
+        self.record("stub_patch", found, [used],
                     f"stubbed: {', '.join(stubbed)}")  # fmt: skip
 
     def weak_tests_check(self, gold: GradeResult | None) -> None:
@@ -949,7 +965,7 @@ class _Auditor:
                                      "is still resolved: no listed test exercises that hunk"))  # fmt: skip
         self.record("weak_tests", found, gradings, f"{len(ablations)} hunk(s), each removed in turn")
 
-    def flakiness_check(self, empty: GradeResult, gold: GradeResult | None) -> None:
+    def flakiness_check(self, empty: GradeResult | None, gold: GradeResult | None) -> None:
         if self.repeats < 2:
             self.skip("flakiness", "repeats is 1: there is nothing to compare")
             return

@@ -42,6 +42,30 @@ def _ledger(args: argparse.Namespace) -> Path:
     return Path(args.ledger) if args.ledger else DEFAULT_LEDGER
 
 
+MAX_EVERY_DAYS = 3650.0
+
+
+def every_days(value: str) -> float:
+    """``--every DAYS``: a finite number of days, more than 0 and at most ten years."""
+    try:
+        days = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of days") from None
+    if not 0 < days <= MAX_EVERY_DAYS:
+        raise argparse.ArgumentTypeError(f"{value!r}: the audit schedule must be more than 0 and at most {MAX_EVERY_DAYS:g} days")
+    return days
+
+
+def repeats(value: str) -> int:
+    try:
+        count = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"{value!r}: at least 1 run (2 or more to detect flaky tests)")
+    return count
+
+
 def _every(args: argparse.Namespace) -> tuple[float, str]:
     from .config import ConfigError, audit_every_days
 
@@ -238,15 +262,15 @@ def add_parser(sub: Any) -> None:
     run.add_argument("--dataset", metavar="FILE", help="Audit every instance of a dataset (or those --instance-id names)")
     run.add_argument("--repos", metavar="DIR", help="Checkouts of the dataset's repositories: DIR/owner/name")
     run.add_argument("--set", metavar="NAME", help="Audit the tasks of this benchmark set (with --dataset and --repos)")
-    run.add_argument("--repeats", type=int, default=3, metavar="N", help="Runs of the tests on base and gold for flakiness (default: 3)")
-    run.add_argument("--every", type=float, default=None, metavar="DAYS", help="Audit schedule: next due after DAYS (default: config or 30)")
+    run.add_argument("--repeats", type=repeats, default=3, metavar="N", help="Runs of the tests on base and gold for flakiness (default: 3)")
+    run.add_argument("--every", type=every_days, default=None, metavar="DAYS", help="Audit schedule: next due after DAYS (default: config or 30)")
     run.add_argument("--python", metavar="PATH", default=sys.executable, help="Interpreter of the environment under test")
     run.add_argument("--timeout", metavar="S", type=options.positive_seconds, default=300.0, help="Per-grading timeout (default: 300)")
     run.add_argument("--allow-network", action="store_true", help="Let the tests reach the network")
     run.set_defaults(handler=cmd_audit_run)
     due = actions.add_parser("due", help="List tasks whose audit is missing, invalid, incomplete or overdue (exit 1 if any)")
     due.add_argument("--dataset", metavar="FILE", help="Also list this dataset's tasks that were never audited")
-    due.add_argument("--every", type=float, default=None, metavar="DAYS", help="Judge overdue by this schedule instead of each audit's own")
+    due.add_argument("--every", type=every_days, default=None, metavar="DAYS", help="Judge overdue by this schedule instead of each audit's own")
     due.set_defaults(handler=cmd_audit_due)
     for action in (run, due):
         action.add_argument("--ledger", metavar="PATH", default=None, help=f"The ledger (default: {DEFAULT_LEDGER})")

@@ -44,6 +44,20 @@ def audits(ledger: Ledger) -> list[dict[str, Any]]:
     return [{"seq": e.seq, **e.data} for e in ledger.entries("audit")]
 
 
+def read_audits(path: Any, timeout: float = 2.0) -> list[dict[str, Any]]:
+    """The audit entries of a ledger, read-only and without waiting long for a writer (the plugin's
+    end-of-session lookup must never stall or break the run). Raises on any problem."""
+    import json
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=timeout)
+    try:
+        return [{"seq": seq, **json.loads(body)}
+                for seq, body in conn.execute("SELECT seq, body FROM entries WHERE kind = 'audit' ORDER BY seq")]  # fmt: skip
+    finally:
+        conn.close()
+
+
 def audit_of(recorded: Sequence[Mapping[str, Any]], fields: Mapping[str, Any], now: int | None = None) -> dict[str, Any]:
     """The audit state of the task an instance's fields describe (see :func:`.integrity.audit_state`)."""
     return audit_state(recorded, task_id_of(fields), int(time.time()) if now is None else now)
@@ -67,11 +81,17 @@ def due(recorded: Sequence[Mapping[str, Any]], instances: Iterable[Any] = (), no
         rows.append({"instance_id": entry["instance_id"], "task_id": task_id, "state": state, "ran_at": entry["ran_at"],
                      "next_due": next_due, "disposition": entry["disposition"], "seq": entry.get("seq"),
                      "findings": [f.get("kind") for f in entry.get("findings", [])]})  # fmt: skip
+    instances = list(instances)
+    if instances:  # a task id the dataset no longer holds (an edited instance) is superseded, not due
+        current = {task_id_of(i.fields) for i in instances}
+        for row in rows:
+            if row["task_id"] not in current:
+                row["state"] = "superseded"
     for instance in instances:
         task_id = task_id_of(instance.fields)
         if task_id not in latest:
             rows.append({"instance_id": instance.instance_id, "task_id": task_id, "state": "missing", "ran_at": None,
                          "next_due": None, "disposition": None, "seq": None, "findings": []})  # fmt: skip
             latest[task_id] = {}
-    order = {"invalid": 0, "missing": 1, "incomplete": 2, "overdue": 3, "weak": 4, "valid": 5}
+    order = {"invalid": 0, "missing": 1, "incomplete": 2, "overdue": 3, "weak": 4, "valid": 5, "superseded": 6}
     return sorted(rows, key=lambda r: (order.get(r["state"], 9), r["instance_id"]))

@@ -135,7 +135,7 @@ def _finish_grade(args: argparse.Namespace, envelope: dict[str, Any], source: st
     """Record, write and print a graded envelope (``grade`` and ``grade --from-report``)."""
     from .envelope import dumps
     from .integrity import receipt, settle
-    from .render import StreamWriter, render_envelope
+    from .render import StreamWriter, render_envelope, render_integrity
 
     envelope["benchmark"] = args.benchmark or (instance_fields or {}).get("benchmark")
 
@@ -175,7 +175,7 @@ def _finish_grade(args: argparse.Namespace, envelope: dict[str, Any], source: st
             writer.write_line(f"graded from: {report['path']} ({report['format']}, sha256 {report['sha256'][:16]}...)")
             for note in report.get("notes", []):
                 writer.write_line(f"  note: {note}")
-        _render_integrity(writer, envelope)
+        render_integrity(writer, envelope)
         for line in written:
             writer.write_line(line)
         if ledger_line:
@@ -183,22 +183,7 @@ def _finish_grade(args: argparse.Namespace, envelope: dict[str, Any], source: st
     return exit_code
 
 
-AUDIT_ADVICE = {
-    "missing": "this task was never audited: objective-score audit run --instance ... --repo ...",
-    "overdue": "this task's audit is overdue: run it again (objective-score audit due lists what is due)",
-    "invalid": "this task's audit found it INVALID: its verdicts are not evidence",
-    "incomplete": "this task's last audit did not complete: run it again",
-    "unknown": "no ledger was consulted (--no-ledger): the task's audit state is unknown",
-    "weak": "this task's audit found weaknesses (see objective-score audit due)",
-}
 
-
-def _render_integrity(writer: Any, envelope: dict[str, Any]) -> None:
-    integrity, audit = envelope.get("integrity") or {}, envelope.get("audit") or {}
-    codes = ", ".join(integrity.get("reasons") or []) or "no reason against it"
-    writer.write_line(f"integrity: {integrity.get('disposition')} ({codes})")
-    state = audit.get("state")
-    writer.write_line(f"task audit: {state}" + (f" - {AUDIT_ADVICE[state]}" if state in AUDIT_ADVICE else ""))
 
 
 def _grade_from_report(args: argparse.Namespace, instance: Any) -> int:
@@ -627,16 +612,21 @@ def grade_jobs(
     from . import batch
 
     from .audit_ledger import audit_of, audits
-    from .integrity import settle
+    from .integrity import recombine, settle
 
     rows: dict[str, dict[str, Any]] = {}
-    done = batch.recorded_jobs(ledger)
     recorded_audits = audits(ledger)
+    done = batch.recorded_jobs(ledger)
     todo = []
     for job in jobs:
         recorded = done.get(job.key)
         if recorded is not None and not (retry_infra and recorded.get("outcome") == "infrastructure_failure"):
-            rows[job.key] = batch.result_row(job, None, recorded, recorded["seq"])
+            row = batch.result_row(job, None, recorded, recorded["seq"])
+            # the run's own facts stand; the task's audit is read now (a re-audit may have changed it)
+            row["disposition"], row["reasons"], _ = recombine([*(recorded.get("reasons") or []), *(recorded.get("info") or [])],
+                                                              recorded.get("disposition"),
+                                                              audit_of(recorded_audits, job.instance.fields))  # fmt: skip
+            rows[job.key] = row
         elif job.key not in {j.key for j in todo}:
             todo.append(job)
     progress = _BatchProgress(len({j.key for j in jobs}), len(rows), quiet=quiet)

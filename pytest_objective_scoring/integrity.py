@@ -126,6 +126,8 @@ def assess(envelope: Mapping[str, Any], audit: Mapping[str, Any] | None) -> tupl
             info.append("network_allowed")
         if (runner.get("apply") or {}).get("dropped"):
             info.append("protected_changes_dropped")
+        if (runner.get("test_patch") or {}).get("source") == "file":
+            quarantined.append("test_patch_overridden")  # not the audited task's tests
         ran_tests = bool((runner.get("run") or {}).get("command"))
         if ran_tests and not (envelope.get("digests") or {}).get("environment"):
             quarantined.append("environment_unknown")
@@ -136,6 +138,34 @@ def assess(envelope: Mapping[str, Any], audit: Mapping[str, Any] | None) -> tupl
         quarantined.append(f"task_audit_{state}")
     elif state == "weak":
         info.append("task_audit_weak")
+    if invalid:
+        return "invalid", invalid, quarantined + info
+    if quarantined:
+        return "quarantined", quarantined, info
+    return "eligible", [], info
+
+
+INVALID_CODES: Final = frozenset({*INVALID_FLAGS.values(), "task_audit_invalid"})
+INFO_CODES: Final = frozenset({"protected_changes_dropped", "task_audit_weak", "network_allowed"})
+
+
+def recombine(codes: Sequence[str], disposition: str | None, audit: Mapping[str, Any]) -> tuple[str, list[str], list[str]]:
+    """The disposition of a recorded run under the task's audit state *now*: the run's own codes
+    stand, the audit's are replaced (a re-audit can quarantine or clear a run graded before it).
+    A run recorded without a disposition (an older ledger) is quarantined."""
+    own = [c for c in codes if not c.startswith("task_audit_")]
+    if disposition is None:
+        own.append("recorded_without_integrity")
+    state = audit.get("state", "unknown")
+    if state == "invalid":
+        own.append("task_audit_invalid")
+    elif state in ("missing", "unknown", "overdue", "incomplete"):
+        own.append(f"task_audit_{state}")
+    elif state == "weak":
+        own.append("task_audit_weak")
+    invalid = [c for c in own if c in INVALID_CODES]
+    info = [c for c in own if c in INFO_CODES]
+    quarantined = [c for c in own if c not in INVALID_CODES and c not in INFO_CODES]
     if invalid:
         return "invalid", invalid, quarantined + info
     if quarantined:
@@ -172,6 +202,14 @@ def settle(envelope: dict[str, Any], audit: Mapping[str, Any] | None) -> dict[st
     return section
 
 
+def _public_name(name: Any) -> Any:
+    """A harness named by a filesystem path (``model_name_or_path`` often is one) is named by the
+    digest of that path in public: a receipt carries no paths."""
+    if isinstance(name, str) and ("/" in name or os.sep in name):
+        return "sha256:" + hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return name
+
+
 def receipt(envelope: Mapping[str, Any], seq: int | None = None) -> dict[str, Any]:
     """The public receipt of a graded run: identity, digests, disposition and reason codes; no
     test output, no paths, no messages (the evidence stays in the ledger entry it points to)."""
@@ -182,7 +220,7 @@ def receipt(envelope: Mapping[str, Any], seq: int | None = None) -> dict[str, An
         "run": {
             "instance_id": envelope.get("instance_id"),
             "patch_ref": score.get("patch_ref") or envelope.get("patch_ref"),
-            "harness": envelope.get("harness"),
+            "harness": _public_name(envelope.get("harness")),
             "resolved": score.get("resolved"),
             "graded_by": score.get("graded_by"),
             "graded_at": score.get("graded_at"),

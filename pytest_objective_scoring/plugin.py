@@ -364,19 +364,15 @@ class ScoringSession:
 
     def settle(self, envelope: dict[str, Any]) -> None:
         """The run's disposition, with the task's audit state from the ledger when there is one."""
-        import sqlite3
-
         from .integrity import settle
 
         audit = None
         if self.settings.ledger is not None and self.settings.ledger.exists():
-            from .audit_ledger import audit_of, audits
-            from .ledger import Ledger, LedgerError
+            from .audit_ledger import audit_of, read_audits
 
             try:
-                with Ledger(self.settings.ledger) as ledger:
-                    audit = audit_of(audits(ledger), self.instance.fields)
-            except (LedgerError, sqlite3.Error, OSError):
+                audit = audit_of(read_audits(self.settings.ledger), self.instance.fields)
+            except Exception:  # a locked, corrupt or foreign ledger never breaks the run: the state is unknown
                 audit = None
         elif self.settings.ledger is not None:
             audit = {"state": "missing", "ran_at": None, "next_due": None, "seq": None}
@@ -438,6 +434,9 @@ class ScoringSession:
         from .render import render_envelope
 
         render_envelope(terminalreporter, self.envelope, self.written)
+        from .render import render_integrity
+
+        render_integrity(terminalreporter, self.envelope)
         if self.ledger_line:
             terminalreporter.write_line(self.ledger_line, red=self.ledger_line.startswith("ledger: NOT"))
 

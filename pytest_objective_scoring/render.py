@@ -78,3 +78,21 @@ def render_envelope(writer: Writer, envelope: Mapping[str, Any], written: list[s
         writer.write_line("verdict: NOT RESOLVED", red=True, bold=True)
     for path in written or []:
         writer.write_line(f"score written to: {path}")
+
+
+AUDIT_ADVICE = {
+    "missing": "this task was never audited: objective-score audit run --instance ... --repo ...",
+    "overdue": "this task's audit is overdue: run it again (objective-score audit due lists what is due)",
+    "invalid": "this task's audit found it INVALID: its verdicts are not evidence",
+    "incomplete": "this task's last audit did not complete: run it again",
+    "unknown": "no ledger was consulted (--no-ledger): the task's audit state is unknown",
+    "weak": "this task's audit found weaknesses (see objective-score audit due)",
+}
+
+
+def render_integrity(writer: Any, envelope: dict[str, Any]) -> None:
+    integrity, audit = envelope.get("integrity") or {}, envelope.get("audit") or {}
+    codes = ", ".join(integrity.get("reasons") or []) or "no reason against it"
+    writer.write_line(f"integrity: {integrity.get('disposition')} ({codes})")
+    state = audit.get("state")
+    writer.write_line(f"task audit: {state}" + (f" - {AUDIT_ADVICE[state]}" if state in AUDIT_ADVICE else ""))

@@ -340,6 +340,9 @@ class _Grading:
             changes, grading, run = unless_control_does
             if set(changes) <= set(control_changes):
                 self.runner["protected_writes"] = f"the control run writes the same protected files: {', '.join(changes[:5])}"
+                # the project's own behaviour, not the candidate reaching the judge: no integrity flag for it
+                self.integrity = [f for f in self.integrity
+                                  if not (f["kind"] == "protected_file_modified" and f["detail"] in changes)]  # fmt: skip
                 return self.verdict(grading, run.session or {}, run)
         if control_reason is not None:
             raise InfraFailure(
@@ -396,9 +399,16 @@ class _Grading:
         return GradeResult(envelope, EXIT_RESOLVED if failure_class == "none" else EXIT_NOT_RESOLVED, failure_class)
 
     def digests(self, session: Mapping[str, Any] | None, score: Mapping[str, Any] | None) -> dict[str, Any]:
-        from .integrity import digests, task_id_of
+        import hashlib
 
-        return digests(task_id_of(self.instance.fields), self.patch_ref, self.python, session, score)
+        from .integrity import digests, task_id_of
+        from .ledger import canonical
+
+        request = self.request
+        policy = {"compat": request.compat, "timeout": request.timeout, "network": request.network,
+                  "reruns": request.reruns, "test_patch": "file" if request.test_patch is not None else "instance"}  # fmt: skip
+        return {**digests(task_id_of(self.instance.fields), self.patch_ref, self.python, session, score),
+                "policy": "sha256:" + hashlib.sha256(canonical(policy).encode()).hexdigest()}
 
     def tampered(self, reason: str) -> GradeResult:
         self.runner["failure_detail"] = reason

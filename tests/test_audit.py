@@ -671,3 +671,23 @@ def test_fabricated_envelopes_carry_what_the_audit_reads() -> None:
     used = GradingUsed.of("audit:t", b"", 1, result)
     assert (used.resolved, used.flags, used.dropped) == ("resolved", ("x",), ("conftest.py",))
     assert replace(used, reruns=2).to_dict()["reruns"] == 2
+
+
+def test_a_generated_candidate_that_gave_no_verdict_or_did_not_apply_makes_the_audit_incomplete() -> None:
+    instance = INTERVALS_INSTANCE
+
+    def crashed_gold(request: GradeRequest) -> GradeResult:
+        result = fabricate(instance, f2p="missing", reruns=[])
+        result.envelope["candidate_no_verdict_reason"] = "the test run died before its session finished (exit code 1)"
+        return result
+
+    report, _ = fake_audit(instance, answers={"gold": crashed_gold})
+    assert not report.complete and "gold_not_resolved" not in report.kinds()
+    assert [f.failure_class for f in report.failures] == ["verifier"] and "gave no verdict" in report.failures[0].detail
+
+    def unapplied(request: GradeRequest) -> GradeResult:
+        return fabricate(instance, f2p="failed", failure_class="patch_apply")
+
+    report, _ = fake_audit(instance, answers={"noop": unapplied})
+    assert not report.complete and report.check("noop_patch").outcome == "incomplete"
+    assert "did not apply" in report.failures[0].detail

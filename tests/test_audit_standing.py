@@ -74,7 +74,7 @@ def test_an_edited_instance_is_a_new_task_never_audited(tmp_path):
     with Ledger(tmp_path / "l.sqlite") as ledger:
         record_audit(ledger, report(instance.instance_id), instance.fields, 30, {}, now=NOW)
         rows = due(audits(ledger), [edited], now=NOW)
-    assert sorted(r["state"] for r in rows) == ["missing", "valid"]
+    assert sorted(r["state"] for r in rows) == ["missing", "superseded"]  # the old content is superseded, not due
 
 
 def test_the_schedule_comes_from_the_option_the_config_or_the_default(tmp_path):

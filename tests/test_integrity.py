@@ -132,3 +132,51 @@ def test_a_live_pytest_run_is_never_eligible_its_tests_were_not_protected(pytest
     assert envelope["integrity"]["disposition"] == "quarantined"
     assert envelope["integrity"]["reasons"] == ["tests_not_protected", "task_audit_missing"]
     assert envelope["digests"]["environment"].startswith("sha256:")
+
+
+def test_a_run_with_another_test_patch_is_not_the_audited_task():
+    envelope = runner_envelope(runner={"network": "unshared", "run": {"command": ["x"]}, "test_patch": {"source": "file"}})
+    assert assess(envelope, VALID) == ("quarantined", ["test_patch_overridden"], [])
+
+
+@pytest.mark.parametrize(
+    ("codes", "disposition", "audit", "expected"),
+    [
+        (["task_audit_missing"], "quarantined", {"state": "valid"}, ("eligible", [], [])),
+        ([], "eligible", {"state": "invalid"}, ("invalid", ["task_audit_invalid"], [])),
+        (["protected_changes_dropped", "task_audit_weak"], "eligible", {"state": "overdue"},
+         ("quarantined", ["task_audit_overdue"], ["protected_changes_dropped"])),
+        (["pytest_internals_patched", "task_audit_missing"], "invalid", {"state": "valid"},
+         ("invalid", ["pytest_internals_patched"], [])),
+        ([], None, {"state": "valid"}, ("quarantined", ["recorded_without_integrity"], [])),
+    ],
+)  # fmt: skip
+def test_a_resumed_run_is_judged_under_the_tasks_audit_now(codes, disposition, audit, expected):
+    from pytest_objective_scoring.integrity import recombine
+
+    assert recombine(codes, disposition, audit) == expected
+
+
+def test_a_harness_named_by_a_path_is_not_a_path_in_the_receipt():
+    envelope = runner_envelope(harness="/home/me/checkpoints/model-7b")
+    settle(envelope, VALID)
+    data = receipt(envelope)
+    assert data["run"]["harness"].startswith("sha256:") and "/home" not in json.dumps(data)
+
+
+def test_a_locked_or_corrupt_ledger_never_breaks_a_live_run(pytester, write_instance, run_and_parse):
+    pytester.makepyfile(test_a="def test_a(): pass")
+    instance = write_instance(["test_a.py::test_a"])
+    (pytester.path / "broken.sqlite").write_bytes(b"this is not a database")
+    result, envelope = run_and_parse(instance, "--objective-ledger=broken.sqlite")
+    assert result.ret == 0 and envelope["audit"]["state"] == "unknown"
+    assert "task_audit_unknown" in envelope["integrity"]["reasons"]
+    result.stdout.fnmatch_lines(["integrity: quarantined (tests_not_protected, task_audit_unknown)", "task audit: unknown*"])
+
+
+@pytest.mark.parametrize("value", ["-5", "0", "inf", "nan", "100000", "soon"])
+def test_the_audit_schedule_option_is_validated(value, tmp_path):
+    from .runner_helpers import run_cli
+
+    result = run_cli("audit", "due", "--every", value, "--ledger", str(tmp_path / "l.sqlite"))
+    assert result.returncode == 2 and "--every" in result.stderr
