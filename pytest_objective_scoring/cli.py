@@ -195,8 +195,20 @@ def _grade_from_report(args: argparse.Namespace, instance: Any) -> int:
         if value:
             raise CommandError(f"{flag} has no effect with --from-report: the tests already ran")
     patch_ref = args.patch_ref or (patch_ref_of(_read_patch(args.patch)) if args.patch else None)
+    from .foreign import detect_runner, grade_junit
+
+    source = Path(args.from_report)
     try:
-        envelope = grade_report(Path(args.from_report), instance, args.compat or "strict", patch_ref)
+        runner = args.runner
+        if runner is None and source.exists():
+            try:
+                runner = detect_runner(source)
+            except ReportError:
+                runner = None  # not another runner's JUnit XML: pytest's formats (JSON, JSONL, its XML) follow
+        if runner and runner != "pytest":
+            envelope = grade_junit(source, instance, runner, args.compat or "strict", patch_ref)
+        else:
+            envelope = grade_report(source, instance, args.compat or "strict", patch_ref)
     except ReportError as exc:
         raise CommandError(f"--from-report {exc}") from None
     envelope["failure_class"] = _report_failure_class(envelope)
@@ -405,6 +417,9 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--repo", metavar="DIR", help="The repository to grade in (never modified)")
     grade.add_argument("--instance", required=True, metavar="FILE", help="Instance JSON, or a JSON/JSONL dataset with --instance-id")
     grade.add_argument("--patch", metavar="FILE", help="The candidate diff ('-' reads standard input)")
+    grade.add_argument("--runner", choices=("pytest", "surefire", "jest", "go", "nextest"),
+                       help="Which test runner wrote the --from-report JUnit XML (default: detected from the content); "
+                       "surefire takes a directory of TEST-*.xml")  # fmt: skip
     grade.add_argument("--from-report", metavar="FILE",
                        help="Grade the outcomes in this file instead of running tests: pytest JUnit XML, "
                        "pytest-json-report JSON or pytest-reportlog JSONL (--repo is not used; --patch only names the candidate)")  # fmt: skip

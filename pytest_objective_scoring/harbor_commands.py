@@ -1,9 +1,259 @@
-"""Placeholder: replaced by its feature (issue 7)."""
+"""``objective-score harbor run|check``: Harbor / Terminal-Bench task directories verified by
+executing their tests. Thin: reading, running and rewards are in :mod:`.harbor`.
+"""
 
 from __future__ import annotations
 
+import argparse
+import sys
+from pathlib import Path
 from typing import Any
+
+HARBOR_EPILOG = """\
+examples:
+  objective-score harbor check fixtures/harbor/fix-csv-total
+  objective-score harbor run fixtures/harbor/fix-csv-total --solution
+  objective-score harbor run TASK_DIR --workdir ./app --out ./logs/verifier --json
+
+run verifies a working state (--workdir DIR: what an agent left in the task's working
+directory) or grades the task's solution/ as the oracle canary (--solution: the initial
+state, then solution/solve.sh in a copy of it; the oracle must reach the solved threshold
+and the untouched initial state must not). The task's pytest tests (tests/test_outputs.py)
+run in a subprocess of --python on a copy, with this project's scorer as the verifier and
+the task's [verifier] timeout_sec (else --timeout). The reward is written where Harbor reads
+it: reward.txt for a binary task, reward.json (named rewards) for a continuous or tiered one,
+with test-stdout.txt and objective-scoring.json beside it.
+
+A task with environment/Dockerfile, a compose file or [environment] docker_image needs a
+container: it is refused (exit 3) unless task.toml declares [environment] host_ok = true.
+Exit status of run: 0 solved (--solution: the task is valid), 1 not solved (--solution: the
+task is invalid), 2 bad input, 3 refused or no verdict (a timeout, a crashed run).
+check: 0 the task can be verified here, 2 it cannot (errors listed), 3 it needs a container.
+See docs/harbor.md.
+"""
+
+
+def _error(message: str) -> Exception:
+    from .cli import CommandError
+
+    return CommandError(message)
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    console = Console()
+    return console if console.is_terminal else Console(width=140)
+
+
+def _load(path: str) -> Any:
+    from .harbor import TaskError, load_task
+
+    try:
+        return load_task(path)
+    except TaskError as exc:
+        raise _error(str(exc)) from None
+
+
+def cmd_harbor_check(args: argparse.Namespace) -> int:
+    from .harbor import (
+        EXIT_BAD_INPUT,
+        EXIT_REFUSED,
+        check_task,
+        dump,
+        find_engine,
+        refusal,
+        static_tests,
+    )
+
+    spec = _load(args.task)
+    findings = check_task(spec)
+    found, _ = static_tests(spec)
+    engine = find_engine() if spec.needs_container else None
+    errors = [f for f in findings if f.severity == "error"]
+    runs_here = not errors and not spec.needs_container
+    why_not = (errors[0].message if errors else refusal(spec, engine) if engine is not None else None)
+    report = {
+        "task": spec.to_dict(),
+        "tests": [t.test_id for t in found],
+        "engine": engine.to_dict() if engine is not None else None,
+        "runs_here": runs_here,
+        "why_not": why_not,
+        "findings": [f.to_dict() for f in findings],
+    }
+    if args.json:
+        print(dump(report))
+    else:
+        _check_table(spec, report)
+    if errors:
+        return EXIT_BAD_INPUT
+    return EXIT_REFUSED if spec.needs_container else 0
+
+
+def _check_table(spec: Any, report: dict[str, Any]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    rules = spec.rules
+    table = Table(title=f"objective-score harbor check: {spec.name}", show_header=False)
+    table.add_column("what", style="bold")
+    table.add_column("value", overflow="fold")
+    container = ", ".join(spec.container) or "no"
+    rows = [
+        ("task", f"{spec.root} ({spec.layout} layout, {spec.rel(spec.config_file)})"),
+        ("instruction", spec.rel(spec.instruction) or ("in task.yaml" if spec.instruction_text else "missing")),
+        ("container", container + (" (host_ok: runs on the host)" if spec.container and spec.host_ok else "")),
+        ("runs here", "yes" if report["runs_here"] else f"no: {report['why_not']}"),
+        ("initial state", spec.rel(spec.initial_state_source()) or "empty"),
+        ("tests", f"{', '.join(spec.rel(p) for p in spec.test_files) or 'none'}: {len(report['tests'])} test function(s)"),
+        ("test script", spec.rel(spec.test_script) or "none"),
+        ("solution", spec.rel(spec.solution) or "none (no oracle canary)"),
+        ("metric space", rules.metric_space),
+        ("solved when", _solved_when(rules)),
+        ("tiers", ", ".join(f"{t.name} ({'all' if t.tests is None else ', '.join(t.tests)})" for t in rules.tiers) or "-"),
+        ("weights", ", ".join(f"{k}={v:g}" for k, v in rules.weights.items()) or "-"),
+        ("timeouts", f"verifier {_seconds(spec.verifier_timeout)}, agent/solution {_seconds(spec.agent_timeout)}"),
+    ]
+    for name, value in rows:
+        table.add_row(name, escape(str(value)))
+    console = _console()
+    console.print(table)
+    for finding in report["findings"]:
+        style = {"error": "bold red", "warning": "yellow"}.get(finding["severity"], "dim")
+        console.print(f"[{style}]{finding['severity']}[/{style}] {escape(finding['where'])}: {escape(finding['message'])}",
+                      soft_wrap=True)  # fmt: skip
+
+
+def _seconds(value: float | None) -> str:
+    return "unset (--timeout, else 600s)" if value is None else f"{value:g}s"
+
+
+def _solved_when(rules: Any) -> str:
+    if rules.metric_space == "binary":
+        return "every test passes (reward 1, else 0)"
+    if rules.metric_space == "continuous_reward":
+        weighted = "weighted share" if rules.weights else "share"
+        return f"reward ({weighted} of tests passed) >= {rules.solved_threshold:g}"
+    return f"the top tier ({rules.tiers[-1].name}) is reached"
+
+
+def cmd_harbor_run(args: argparse.Namespace) -> int:
+    from .harbor import (
+        EXIT_REFUSED,
+        NeedsContainer,
+        RunOptions,
+        TaskError,
+        dump,
+        run_task,
+    )
+    from .runner import BadInput, resolve_python
+
+    spec = _load(args.task)
+    workdir = None
+    if args.workdir is not None:
+        workdir = Path(args.workdir)
+        if not workdir.is_dir():
+            raise _error(f"--workdir {args.workdir}: not a directory")
+    try:
+        python = resolve_python(args.python)
+    except BadInput as exc:
+        raise _error(str(exc)) from None
+    options = RunOptions(workdir=workdir, solution=args.solution, out=Path(args.out) if args.out else None,
+                         python=python, timeout=args.timeout, keep=args.keep)  # fmt: skip
+    try:
+        result = run_task(spec, options)
+    except TaskError as exc:
+        raise _error(str(exc)) from None
+    except NeedsContainer as exc:
+        if args.json:
+            print(dump({"task": spec.to_dict(), "status": "refused", "reason": str(exc), "exit_code": EXIT_REFUSED}))
+        print(f"objective-score harbor: refused: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    if args.json:
+        print(dump(result.to_dict()))
+    else:
+        _run_table(result)
+    return int(result.exit_code)
+
+
+def _run_table(result: Any) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = _console()
+    space = result.task.metric_space
+    title = f"objective-score harbor run: {result.task.name} ({space})"
+    table = Table(title=title)
+    for column in ("run", "state", "status", "reward", "solved at", "solved", "tier", "tests passed", "seconds"):
+        table.add_column(column, overflow="fold")
+    runs = [result.verification] if result.initial is None else [result.initial, result.verification]
+    for run in runs:
+        reward = run.reward
+        solved = "-" if reward is None else ("[green]yes[/green]" if reward.solved else "[red]no[/red]")
+        table.add_row(
+            run.label, escape(run.state), run.status if run.status == "verdict" else f"[red]{run.status}[/red]",
+            "-" if reward is None else f"{reward.reward:.4g}",
+            "-" if reward is None or reward.threshold is None else f">= {reward.threshold:g}",
+            solved, "-" if reward is None or reward.tier is None else reward.tier,
+            "-" if reward is None else f"{reward.passed}/{reward.total}", f"{run.run['wall_time']:.2f}",
+        )  # fmt: skip
+    console.print(table)
+    for run in runs:
+        if run.no_verdict_reason:
+            console.print(f"[red]{run.label}: no verdict[/red]: {escape(run.no_verdict_reason)}", soft_wrap=True)
+        failing = [t for t in run.envelope.get("tests", []) if t["status"] != "passed"]
+        for test in failing[:10]:
+            detail = test.get("message") or test.get("hint") or ""
+            console.print(f"  {run.label}: {escape(test['id'])} {test['outcome']}" + (f": {escape(detail.splitlines()[0])}" if detail else ""),
+                          soft_wrap=True)  # fmt: skip
+        if len(failing) > 10:
+            console.print(f"  {run.label}: ... and {len(failing) - 10} more not passed")
+        for removed in run.removed:
+            console.print(f"  {run.label}: removed {escape(removed)} from the copy (it would load in place of the verifier)")
+    if result.solve is not None:
+        solve = result.solve
+        state = "timed out" if solve["timed_out"] else f"exit status {solve['exit_code']}"
+        console.print(f"solution: {escape(result.task.rel(result.task.solution) or '')} ({state}, {solve['wall_time']:.2f}s)")
+    for finding in result.findings:
+        style = {"invalid": "bold red", "warning": "yellow"}.get(finding.severity, "dim")
+        console.print(f"[{style}]{finding.severity}[/{style}] {escape(finding.where)}: {escape(finding.message)}", soft_wrap=True)
+    if result.mode == "oracle" and result.valid is not None:
+        verdict = "[green]VALID[/green]: the oracle solves it, the initial state does not" if result.valid else "[bold red]INVALID[/bold red]"
+        console.print(f"task: {verdict}")
+    elif result.mode == "workdir" and result.verification.reward is not None:
+        console.print("verdict: " + ("[green]SOLVED[/green]" if result.verification.solved else "[red]NOT SOLVED[/red]"))
+    for path in result.written:
+        console.print(f"written: {escape(path)}", soft_wrap=True)
 
 
 def add_parser(sub: Any) -> None:
-    return None
+    from . import options
+
+    harbor = sub.add_parser("harbor", help="Verify Harbor / Terminal-Bench task directories by executing their tests",
+                            description="Harbor / Terminal-Bench task directories: run the task's pytest tests with this "
+                            "project's scorer as the verifier and write the reward where Harbor reads it.",
+                            epilog=HARBOR_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    actions = harbor.add_subparsers(dest="action", required=True, metavar="ACTION")
+    run = actions.add_parser("run", help="Verify a working state, or grade the task's solution as the oracle canary",
+                             description="Verify a working state (--workdir) or the task's solution (--solution).",
+                             epilog=HARBOR_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    run.add_argument("task", metavar="TASK_DIR", help="The task directory (task.toml or task.yaml)")
+    which = run.add_mutually_exclusive_group(required=True)
+    which.add_argument("--solution", action="store_true",
+                       help="Grade solution/solve.sh as the oracle canary (and the initial state as the empty canary)")  # fmt: skip
+    which.add_argument("--workdir", metavar="DIR", help="The working state to verify (copied; never modified)")
+    run.add_argument("--out", metavar="DIR", help="Where to write reward.txt / reward.json and the result "
+                     "(default: DIR/logs/verifier with --workdir, .objective-scoring/harbor/TASK/verifier with --solution)")  # fmt: skip
+    run.add_argument("--timeout", metavar="S", type=options.positive_seconds, default=None,
+                     help="Timeout in seconds for a task that declares none (default: 600, Harbor's)")  # fmt: skip
+    run.add_argument("--python", metavar="PATH", default=sys.executable,
+                     help="Interpreter (with pytest) that runs the task's tests (default: this one)")  # fmt: skip
+    run.add_argument("--keep", action="store_true", help="Keep the workspace (its path is in the result)")
+    run.add_argument("--json", action="store_true", help="Print the result as JSON instead of the table")
+    run.set_defaults(handler=cmd_harbor_run)
+    check = actions.add_parser("check", help="Validate a task directory and report what it needs",
+                               description="Validate a task directory's layout and configuration, list its tests "
+                               "and say whether it can be verified on this machine.")  # fmt: skip
+    check.add_argument("task", metavar="TASK_DIR", help="The task directory (task.toml or task.yaml)")
+    check.add_argument("--json", action="store_true", help="Print the report as JSON instead of the table")
+    check.set_defaults(handler=cmd_harbor_check)

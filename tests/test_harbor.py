@@ -1,0 +1,433 @@
+"""Harbor / Terminal-Bench task directories: loading, rewards, the run, the oracle canary, refusals."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_objective_scoring.harbor import (
+    EXIT_NOT_SOLVED,
+    EXIT_REFUSED,
+    EXIT_SOLVED,
+    EngineStatus,
+    NeedsContainer,
+    RewardRules,
+    RunOptions,
+    TaskError,
+    Tier,
+    check_task,
+    compute_reward,
+    find_engine,
+    load_task,
+    resolve_env,
+    run_task,
+    static_tests,
+)
+
+from .conftest import FIXTURES
+
+HARBOR = FIXTURES / "harbor"
+CSV = HARBOR / "fix-csv-total"
+REPORT = HARBOR / "long-horizon-report"
+SHARE_TIERS = RewardRules(kind="share", threshold=0.95,
+                          tiers=(Tier("partial", ("test_a", "test_b")), Tier("complete", None)))  # fmt: skip
+
+
+def make_task(root: Path, toml: str, tests: str = "def test_a():\n    assert True\n",
+              files: dict[str, str] | None = None) -> Path:  # fmt: skip
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "task.toml").write_text(textwrap.dedent(toml), encoding="utf-8")
+    (root / "tests").mkdir(exist_ok=True)
+    (root / "tests" / "test_outputs.py").write_text(textwrap.dedent(tests), encoding="utf-8")
+    for name, text in (files or {}).items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(textwrap.dedent(text), encoding="utf-8")
+    return root
+
+
+def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest_objective_scoring", "harbor", *args], check=False,
+                          capture_output=True, text=True, env=env, cwd=cwd, timeout=300)  # fmt: skip
+
+
+# ---------------------------------------------------------------------------- loading
+
+
+def test_fixtures_load_in_their_metric_spaces() -> None:
+    csv = load_task(CSV)
+    assert (csv.name, csv.layout, csv.metric_space) == ("objective-scoring/fix-csv-total", "harbor", "binary")
+    assert csv.container == ("environment/Dockerfile",) and csv.host_ok and not csv.needs_container
+    assert (csv.verifier_timeout, csv.agent_timeout) == (60.0, 120.0)
+    assert csv.rules.solved_threshold == 1.0
+    report = load_task(REPORT)
+    assert report.metric_space == "continuous_reward" and report.rules.solved_threshold == 0.95
+    assert [t.name for t in report.rules.tiers] == ["partial", "complete"] and report.rules.tiers[1].tests is None
+    found, problems = static_tests(report)
+    assert problems == [] and [t.test_id for t in found] == [
+        "test_outputs.py::test_report_exists", "test_outputs.py::test_report_header",
+        "test_outputs.py::test_region_lines", "test_outputs.py::test_summary_json",
+    ]  # fmt: skip
+    for spec in (csv, report):
+        assert not [f for f in check_task(spec) if f.severity == "error"]
+
+
+@pytest.mark.parametrize(
+    ("toml", "key", "problem"),
+    [
+        ("[verifier\ntimeout_sec = 1", None, "not valid TOML"),
+        ("[verifier]\ntimeout_sec = 'ten'", "[verifier] timeout_sec", "expected a number of seconds > 0, got 'ten'"),
+        ("[agent]\ntimeout_sec = -1", "[agent] timeout_sec", "> 0"),
+        ("verifier = 3", "[verifier]", "expected a table, got an integer"),
+        ("[verifier]\nreward = 'partial'", "[verifier] reward", "expected one of 'binary', 'share'"),
+        ("[verifier]\nreward = 'share'\nthreshold = 1.5", "[verifier] threshold", "expected a number in (0, 1]"),
+        ("[verifier]\nthreshold = 0.9", "[verifier] threshold", 'needs a continuous reward (reward = "share")'),
+        ("[verifier]\nweights = {test_a = 2}", "[verifier] weights", "weights need a continuous reward"),
+        ("[verifier]\nreward = 'share'\nweights = {test_a = -1}", "[verifier] weights.test_a", "expected a weight >= 0"),
+        ("[verifier]\ntiers = {incomplete = ['test_a']}", "[verifier] tiers.incomplete", "the tier of a run that reaches none"),
+        ("[verifier]\ntiers = {partial = []}", "[verifier] tiers.partial", 'expected a list of test names (or "all")'),
+        ("[verifier]\ntiers = {partial = 'some'}", "[verifier] tiers.partial", "expected a list of test names"),
+        ("[verifier]\nenv = {TOKEN = 3}", "[verifier] env.TOKEN", "expected a string"),
+        ("[environment]\nhost_ok = 'yes'", "[environment] host_ok", "expected true or false, got 'yes'"),
+        ("[environment]\nhost_workdir = '../..'", "[environment] host_workdir", "leaves the task directory"),
+        ("[task]\nname = ''", "[task] name", "expected a non-empty string"),
+    ],
+)
+def test_malformed_task_toml_names_the_file_and_the_key(tmp_path: Path, toml: str, key: str | None, problem: str) -> None:
+    task = make_task(tmp_path / "task", toml)
+    with pytest.raises(TaskError) as info:
+        load_task(task)
+    assert info.value.source == str(task / "task.toml")
+    assert info.value.key == key
+    assert problem in str(info.value) and str(info.value).startswith(f"{task / 'task.toml'}: ")
+
+
+def test_not_a_task_directory(tmp_path: Path) -> None:
+    with pytest.raises(TaskError, match="no task.toml"):
+        load_task(tmp_path)
+    with pytest.raises(TaskError, match="not a directory"):
+        load_task(tmp_path / "missing")
+
+
+def test_check_names_what_cannot_be_verified(tmp_path: Path) -> None:
+    toml = """
+        [verifier]
+        reward = "share"
+        tiers = { partial = ["test_a", "test_nope"], complete = "all" }
+    """
+    spec = load_task(make_task(tmp_path / "t", toml))
+    errors = [f for f in check_task(spec) if f.severity == "error"]
+    assert [(f.where, f.message) for f in errors] == [
+        ("task.toml [verifier] tiers.partial", "no test 'test_nope' in tests/test_outputs.py")]
+    with pytest.raises(TaskError, match="no test 'test_nope'"):
+        run_task(spec, RunOptions(workdir=tmp_path))
+    empty = make_task(tmp_path / "e", "", tests="x = 1\n")
+    assert any("define no test function" in f.message for f in check_task(load_task(empty)))
+    (empty / "tests" / "test_outputs.py").unlink()
+    assert any("no pytest tests" in f.message for f in check_task(load_task(empty)))
+    broken = make_task(tmp_path / "b", "", tests="def test_a(:\n")
+    assert any("does not parse" in f.message for f in check_task(load_task(broken)))
+
+
+def test_terminal_bench_task_yaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "tb"
+    make_task(root, "", files={"docker-compose.yaml": "services: {}\n", "Dockerfile": "FROM alpine\n",
+                               "solution.sh": "true\n", "run-tests.sh": "true\n", "data.txt": "x\n"})  # fmt: skip
+    (root / "task.toml").unlink()
+    (root / "task.yaml").write_text("instruction: |\n  Do it.\nmax_test_timeout_sec: 30\nmax_agent_timeout_sec: 90\n"
+                                    "verifier:\n  reward: share\n  threshold: 0.8\n", encoding="utf-8")  # fmt: skip
+    pytest.importorskip("yaml")
+    spec = load_task(root)
+    assert (spec.layout, spec.verifier_timeout, spec.agent_timeout) == ("terminal-bench", 30.0, 90.0)
+    assert spec.container == ("Dockerfile", "docker-compose.yaml") and spec.needs_container
+    assert spec.instruction_text == "Do it.\n" and spec.solution == root / "solution.sh"
+    assert spec.rules.solved_threshold == 0.8
+    (root / "task.yaml").write_text("verifier:\n  threshold: 2\n", encoding="utf-8")
+    with pytest.raises(TaskError, match=r"task\.yaml: verifier\.threshold: expected a number in \(0, 1\]"):
+        load_task(root)
+    monkeypatch.setitem(sys.modules, "yaml", None)  # PyYAML not importable
+    with pytest.raises(TaskError, match="needs PyYAML"):
+        load_task(root)
+
+
+def test_env_templates_resolve_from_this_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    toml = "[verifier]\nenv = { A = '${OBJ_HARBOR_A}', B = 'x-${OBJ_HARBOR_B:-b}', C = '${OBJ_HARBOR_C}' }\n"
+    spec = load_task(make_task(tmp_path / "t", toml))
+    monkeypatch.setenv("OBJ_HARBOR_A", "a")
+    monkeypatch.delenv("OBJ_HARBOR_B", raising=False)
+    monkeypatch.delenv("OBJ_HARBOR_C", raising=False)
+    with pytest.raises(TaskError, match=r"task\.toml: \[verifier\] env\.C: \$\{OBJ_HARBOR_C\} is not set"):
+        resolve_env(spec, "verifier", spec.verifier_env)
+    monkeypatch.setenv("OBJ_HARBOR_C", "c")
+    assert resolve_env(spec, "verifier", spec.verifier_env) == {"A": "a", "B": "x-b", "C": "c"}
+
+
+# ---------------------------------------------------------------------------- rewards
+
+
+def test_binary_reward() -> None:
+    rules = RewardRules()
+    solved = compute_reward(rules, [("t.py::a", True), ("t.py::b", True)])
+    assert (solved.metric_space, solved.reward, solved.solved, solved.tier) == ("binary", 1.0, True, None)
+    assert solved.reward_file() == ("reward.txt", "1\n")
+    failed = compute_reward(rules, [("t.py::a", True), ("t.py::b", False)])
+    assert (failed.reward, failed.solved, failed.reward_file()) == (0.0, False, ("reward.txt", "0\n"))
+    assert compute_reward(rules, []).reward == 0.0  # no test proves nothing
+
+
+def test_continuous_reward_keeps_its_value_threshold_and_tiers() -> None:
+    outcomes = [("t.py::test_a", True), ("t.py::test_b", True), ("t.py::test_c", False), ("t.py::test_d", False)]
+    half = compute_reward(SHARE_TIERS, outcomes)
+    assert (half.metric_space, half.reward, half.threshold, half.solved) == ("continuous_reward", 0.5, 0.95, False)
+    assert (half.tier, half.tier_rank, dict(half.tiers)) == ("partial", 1, {"partial": True, "complete": False})
+    name, text = half.reward_file()
+    assert name == "reward.json"
+    assert json.loads(text) == {"reward": 0.5, "solved": 0, "tests_passed": 2, "tests_total": 4, "tier": 1}
+    nineteen = [(f"t.py::test_{i}", i != 0) for i in range(20)]
+    at = compute_reward(RewardRules(kind="share", threshold=0.95), nineteen)
+    assert (at.reward, at.solved) == (0.95, True)  # solved = reward >= threshold
+    below = compute_reward(RewardRules(kind="share", threshold=0.96), nineteen)
+    assert not below.solved and below.tier is None
+    # higher tiers count only on top of the lower ones
+    skipped = compute_reward(SHARE_TIERS, [("t.py::test_a", False), ("t.py::test_b", True)])
+    assert skipped.tier == "incomplete" and skipped.tier_rank == 0
+
+
+def test_weighted_share_and_unmatched_names() -> None:
+    rules = RewardRules(kind="share", weights={"test_a": 3.0, "t.py::test_c[x]": 0.0})
+    reward = compute_reward(rules, [("t.py::test_a", True), ("t.py::test_b", False), ("t.py::test_c[x]", False)])
+    assert reward.reward == 0.75 and reward.unmatched == ()
+    missing = compute_reward(RewardRules(tiers=(Tier("partial", ("test_a", "test_gone")),)), [("t.py::test_a", True)])
+    assert missing.tier == "incomplete" and missing.unmatched == ("test_gone",)
+
+
+def test_tiers_metric_space() -> None:
+    rules = RewardRules(tiers=(Tier("partial", ("test_a",)), Tier("complete", None)))
+    assert rules.metric_space == "tiers" and rules.solved_threshold is None
+    partial = compute_reward(rules, [("t.py::test_a[1]", True), ("t.py::test_a[2]", True), ("t.py::test_b", False)])
+    assert (partial.reward, partial.solved, partial.tier, partial.threshold) == (0.5, False, "partial", None)
+    complete = compute_reward(rules, [("t.py::test_a", True), ("t.py::test_b", True)])
+    assert (complete.reward, complete.solved, complete.tier) == (1.0, True, "complete")
+    assert json.loads(complete.reward_file()[1])["tier"] == 2
+
+
+# ---------------------------------------------------------------------------- containers
+
+
+def test_a_container_task_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    task = make_task(tmp_path / "c", "[verifier]\ntimeout_sec = 10\n", files={"environment/Dockerfile": "FROM alpine\n"})
+    spec = load_task(task)
+    assert spec.needs_container and spec.container == ("environment/Dockerfile",)
+    missing = EngineStatus(None, None, False, "no container engine on PATH (looked for docker, podman)")
+    out = tmp_path / "out"
+    with pytest.raises(NeedsContainer) as info:
+        run_task(spec, RunOptions(workdir=tmp_path, out=out), engine=missing)
+    message = str(info.value)
+    assert "needs a container (environment/Dockerfile)" in message and "[environment] host_ok = true" in message
+    assert message.endswith("no container engine on PATH (looked for docker, podman)")
+    assert not out.exists()
+    usable = EngineStatus("docker", "/usr/bin/docker", True, "docker at /usr/bin/docker answers")
+    with pytest.raises(NeedsContainer, match="runs tasks on the host only; run the task with Harbor"):
+        run_task(spec, RunOptions(solution=True), engine=usable)
+    image = make_task(tmp_path / "i", "[environment]\ndocker_image = 'python:3.12'\n")
+    assert load_task(image).container == ("[environment] docker_image = 'python:3.12'",)
+
+
+@pytest.mark.slow
+def test_find_engine_reads_path(tmp_path: Path) -> None:
+    assert find_engine(str(tmp_path)).name is None
+    fake = tmp_path / "docker"
+    fake.write_text("#!/bin/sh\necho 'Cannot connect to the Docker daemon' >&2\nexit 1\n", encoding="utf-8")
+    fake.chmod(0o755)
+    down = find_engine(str(tmp_path))
+    assert (down.name, down.usable) == ("docker", False) and "does not answer: Cannot connect" in down.detail
+    fake.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+    assert find_engine(str(tmp_path)).usable
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("docker", ["absent", "daemon down"])
+def test_cli_refuses_a_container_task_without_an_engine(tmp_path: Path, docker: str) -> None:
+    task = make_task(tmp_path / "c", "[verifier]\ntimeout_sec = 10\n", files={"environment/Dockerfile": "FROM alpine\n"})
+    bin_dir = tmp_path / "bin"  # PATH is exactly this folder: whether this machine has docker does not matter
+    bin_dir.mkdir()
+    if docker == "daemon down":
+        (bin_dir / "docker").write_text("#!/bin/sh\necho 'Cannot connect to the Docker daemon' >&2\nexit 1\n")
+        (bin_dir / "docker").chmod(0o755)
+    workdir = tmp_path / "wd"
+    workdir.mkdir()
+    result = cli("run", str(task), "--workdir", str(workdir), env={"PATH": str(bin_dir)})
+    assert result.returncode == EXIT_REFUSED, result.stderr
+    assert "refused: task c needs a container (environment/Dockerfile)" in result.stderr
+    expected = ("no container engine on PATH (looked for docker, podman)" if docker == "absent"
+                else "docker is on PATH")  # fmt: skip
+    assert expected in result.stderr
+    assert not (workdir / "logs").exists()  # nothing ran, nothing written
+    check = cli("check", str(task), "--json", env={"PATH": str(bin_dir)})
+    assert check.returncode == EXIT_REFUSED
+    report = json.loads(check.stdout)
+    assert report["runs_here"] is False and expected in report["why_not"]
+
+
+# ---------------------------------------------------------------------------- runs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", [CSV, REPORT], ids=lambda p: p.name)
+def test_the_oracle_solves_each_fixture_and_the_initial_state_does_not(tmp_path: Path, task: Path) -> None:
+    spec = load_task(task)
+    out = tmp_path / "verifier"
+    result = run_task(spec, RunOptions(solution=True, out=out))
+    assert result.exit_code == EXIT_SOLVED and result.valid is True and result.findings == []
+    assert result.solve is not None and result.solve["exit_code"] == 0
+    oracle, initial = result.verification, result.initial
+    assert initial is not None and oracle.reward is not None and initial.reward is not None
+    assert (oracle.status, oracle.reward.reward, oracle.reward.solved) == ("verdict", 1.0, True)
+    assert initial.status == "verdict" and not initial.reward.solved
+    assert oracle.envelope["score"]["resolved"] == "resolved"
+    document = json.loads((out / "objective-scoring.json").read_text(encoding="utf-8"))
+    assert document["valid"] is True and document["metric_space"] == spec.metric_space
+    assert (out / "test-stdout.txt").is_file()
+    if spec.metric_space == "binary":
+        assert (out / "reward.txt").read_text() == "1\n" and not (out / "reward.json").exists()
+        assert (initial.reward.passed, initial.reward.total) == (1, 3)  # the bug leaves one test passing
+    else:
+        assert not (out / "reward.txt").exists()
+        assert json.loads((out / "reward.json").read_text()) == {
+            "reward": 1.0, "solved": 1, "tests_passed": 4, "tests_total": 4, "tier": 2}
+        assert (initial.reward.reward, initial.reward.tier) == (0.0, "incomplete")
+
+
+@pytest.mark.slow
+def test_a_partial_fix_keeps_its_continuous_reward_and_tier(tmp_path: Path) -> None:
+    workdir = tmp_path / "app"
+    workdir.mkdir()
+    shutil.copy(REPORT / "environment" / "sales.csv", workdir)
+    (workdir / "report.md").write_text("# Sales report\n", encoding="utf-8")
+    stale = workdir / "logs" / "verifier"
+    stale.mkdir(parents=True)
+    (stale / "reward.txt").write_text("1\n")  # an earlier run's: removed, never read by the tests
+    result = run_task(load_task(REPORT), RunOptions(workdir=workdir))
+    reward = result.verification.reward
+    assert reward is not None
+    assert (reward.reward, reward.threshold, reward.solved, reward.tier) == (0.5, 0.95, False, "partial")
+    assert result.exit_code == EXIT_NOT_SOLVED
+    assert not (stale / "reward.txt").exists()
+    assert json.loads((stale / "reward.json").read_text()) == {
+        "reward": 0.5, "solved": 0, "tests_passed": 2, "tests_total": 4, "tier": 1}
+    statuses = {t["id"]: t["status"] for t in result.verification.envelope["tests"]}
+    assert statuses["test_outputs.py::test_summary_json"] == "failed"
+    assert (workdir / "report.md").read_text() == "# Sales report\n"  # the working state is never modified
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("state", ["untouched", "module deleted"])
+def test_binary_task_on_a_broken_working_state(tmp_path: Path, state: str) -> None:
+    workdir = tmp_path / "app"
+    shutil.copytree(CSV / "environment", workdir, ignore=shutil.ignore_patterns("Dockerfile"))
+    # a working state that ships its own pytest would replace the verifier: removed from the copy
+    (workdir / "pytest.py").write_text("raise SystemExit(0)\n")
+    if state == "module deleted":
+        (workdir / "csvtotal.py").unlink()
+    out = tmp_path / "out"
+    (out).mkdir()
+    (out / "reward.json").write_text('{"reward": 1}')  # stale: Harbor would read it before reward.txt
+    result = run_task(load_task(CSV), RunOptions(workdir=workdir, out=out))
+    verification = result.verification
+    assert verification.status == "verdict" and verification.removed == ["pytest.py"]
+    assert verification.reward is not None and verification.reward.total == 3
+    assert verification.reward.passed == (1 if state == "untouched" else 0)
+    assert result.exit_code == EXIT_NOT_SOLVED
+    assert (out / "reward.txt").read_text() == "0\n" and not (out / "reward.json").exists()
+    if state == "module deleted":  # the test module does not import: its three tests count as not passed
+        assert verification.envelope["session"]["collect_errors"]
+        assert {t["status"] for t in verification.envelope["tests"]} == {"missing"}
+
+
+SOLVE_NOTHING = {"solution/solve.sh": "true\n"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("tests", "finding"),
+    [
+        ("from pathlib import Path\n\ndef test_done():\n    assert Path('done.txt').exists()\n",
+         "the oracle does not solve the task (reward 0 < threshold 1; 0/1 tests passed)"),
+        # the tests see the task's [verifier] env and $TEST_DIR, as in Harbor
+        (("import os\n\ndef test_trivial():\n    assert os.environ['GREETING'] == 'hello'\n"
+          "    assert os.path.isfile(os.path.join(os.environ['TEST_DIR'], 'test_outputs.py'))\n"),
+         "the untouched initial state already solves the task"),
+    ],
+    ids=["oracle-fails", "initial-passes"],
+)
+def test_an_invalid_task_is_flagged(tmp_path: Path, tests: str, finding: str) -> None:
+    toml = "[verifier]\nenv = { GREETING = '${OBJECTIVE_TEST_UNSET_VAR:-hello}' }\n[environment]\nhost_ok = true\n"
+    task = make_task(tmp_path / "bad", toml, tests=tests, files=SOLVE_NOTHING)
+    result = run_task(load_task(task), RunOptions(solution=True, out=tmp_path / "out"))
+    assert result.exit_code == EXIT_NOT_SOLVED and result.valid is False
+    assert [f.severity for f in result.findings] == ["invalid"] and finding in result.findings[0].message
+
+
+@pytest.mark.slow
+def test_a_verifier_timeout_is_no_verdict_and_writes_no_reward(tmp_path: Path) -> None:
+    task = make_task(tmp_path / "slow", "[verifier]\ntimeout_sec = 1\n",
+                     tests="import time\n\ndef test_slow():\n    time.sleep(60)\n")  # fmt: skip
+    workdir = tmp_path / "wd"
+    workdir.mkdir()
+    result = run_task(load_task(task), RunOptions(workdir=workdir, timeout=300))
+    assert result.exit_code == EXIT_REFUSED
+    assert result.verification.no_verdict_reason == "the verifier timed out after 1s"  # the task's timeout wins
+    assert result.verification.timeout_source == "task.toml [verifier] timeout_sec"
+    out = workdir / "logs" / "verifier"
+    assert sorted(p.name for p in out.iterdir()) == ["objective-scoring.json", "test-stdout.txt"]
+
+
+# ---------------------------------------------------------------------------- the command line
+
+
+@pytest.mark.slow
+def test_cli_end_to_end(tmp_path: Path) -> None:
+    check = cli("check", str(REPORT), "--json")
+    assert check.returncode == 0, check.stderr
+    report = json.loads(check.stdout)
+    assert report["runs_here"] is True and len(report["tests"]) == 4
+    assert report["task"]["rules"]["metric_space"] == "continuous_reward"
+
+    run = cli("run", str(CSV), "--solution", "--json", cwd=tmp_path)  # default --out under the current folder
+    assert run.returncode == 0, run.stderr
+    data = json.loads(run.stdout)
+    assert (data["mode"], data["valid"], data["reward"]["reward"], data["initial"]["reward"]["solved"]) == (
+        "oracle", True, 1.0, False)
+    out = tmp_path / ".objective-scoring" / "harbor" / "fix-csv-total" / "verifier"
+    assert (out / "reward.txt").read_text() == "1\n" and data["out"] == str(out)
+
+    workdir = tmp_path / "app"
+    workdir.mkdir()
+    shutil.copy(REPORT / "environment" / "sales.csv", workdir)
+    subprocess.run(["bash", str(REPORT / "solution" / "solve.sh")], cwd=workdir, check=True)
+    (workdir / "summary.json").unlink()  # three of four tests pass: 0.75 < 0.95
+    table = cli("run", str(REPORT), "--workdir", str(workdir), "--out", str(tmp_path / "v"))
+    assert table.returncode == EXIT_NOT_SOLVED, table.stderr
+    assert "0.75" in table.stdout and "partial" in table.stdout and "NOT SOLVED" in table.stdout
+    assert json.loads((tmp_path / "v" / "reward.json").read_text())["reward"] == 0.75
+
+
+@pytest.mark.slow
+def test_cli_bad_input(tmp_path: Path) -> None:
+    task = make_task(tmp_path / "t", "[verifier]\ntimeout_sec = 'soon'\n")
+    for args in (["check", str(task)], ["run", str(task), "--solution"]):
+        result = cli(*args)
+        assert result.returncode == 2
+        assert f"{task / 'task.toml'}: [verifier] timeout_sec: expected a number of seconds > 0" in result.stderr
+    good = make_task(tmp_path / "g", "")
+    missing = cli("run", str(good), "--workdir", str(tmp_path / "nowhere"))
+    assert missing.returncode == 2 and "--workdir" in missing.stderr and "not a directory" in missing.stderr
+    no_solution = cli("run", str(good), "--solution")
+    assert no_solution.returncode == 2 and "no solution script" in no_solution.stderr
+    both = cli("run", str(good), "--solution", "--workdir", str(tmp_path))
+    assert both.returncode == 2 and "not allowed with" in both.stderr
