@@ -10,8 +10,8 @@ candidate; nothing here executes repository code itself), and reads the verdicts
   (``gold_not_resolved``; ``no_gold_patch`` when there is none);
 * ``noop_patch``: a comment appended to a gold-touched Python file must not resolve
   (``noop_patch_resolves``);
-* ``stub_patch``: every gold-touched function's body replaced by ``raise
-  NotImplementedError`` must not resolve (``stub_patch_resolves``);
+* ``stub_patch``: every gold-touched function's body replaced by a ``raise RuntimeError``
+  must not resolve (``stub_patch_resolves``);
 * ``weak_tests``: the gold patch minus one hunk, for each hunk, must not resolve
   (``untested_hunk``);
 * ``flakiness``: every listed test must give the same outcome in every run of the empty
@@ -125,7 +125,7 @@ EXPLOITS: Final = ("edit_tests", "conftest", "pytest_internals")
 INFRASTRUCTURE: Final = frozenset({"setup", "verifier"})
 NOOP_COMMENT: Final = "# objective-score audit: no-op canary (a comment changes nothing)\n"
 NOOP_FILE: Final = ".objective-audit-noop"
-STUB_BODY: Final = "raise NotImplementedError"
+STUB_BODY: Final = "raise RuntimeError(\"stubbed out by objective-score audit\")"
 LEAK_MIN_CHARS: Final = 12
 _LEAK_COMMON: Final = frozenset({*keyword.kwlist, *keyword.softkwlist, "self", "cls"})
 _WORD: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -649,7 +649,8 @@ def _parse(text: str) -> ast.Module | None:
 
 def stub_patch(gold: str | None, read_base: Callable[[str], str | None]) -> tuple[str, list[str]]:
     """``(patch, stubbed)``: every gold-touched function or method that exists at the base
-    gets the body ``raise NotImplementedError`` (signature and decorators kept; located with
+    gets the body ``raise RuntimeError("stubbed out by objective-score audit")`` (signature and
+    decorators kept; located with
     ``ast`` in the base source). Module-level code and classes' own bodies are not stubbed,
     nor are functions the gold patch adds. ``("", [])`` when there is nothing to stub."""
     if not gold or not gold.strip():

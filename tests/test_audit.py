@@ -534,9 +534,9 @@ def test_the_stub_canary_stubs_every_gold_touched_function_and_nothing_else(tmp_
         assert len(body) == 1 and isinstance(body[0], ast.Raise), name
     assert len(bodies["outer"].body) == 2  # only its touched inner function is stubbed
     assert "LIMIT = 3" in result and "size = 1" in result and "@functools.lru_cache(maxsize=None)" in result
-    assert "    def method(self, a,\n               b=2):\n        raise NotImplementedError\n" in result
+    assert "    def method(self, a,\n               b=2):\n        raise RuntimeError(\"stubbed out by objective-score audit\")\n" in result
     crlf = (tmp_path / "apply-check" / "pkg" / "crlf.py").read_bytes()
-    assert crlf == b"def f(a):\r\n    raise NotImplementedError\r\n\r\n\r\ndef g():\r\n    return 2\r\n"
+    assert crlf == b"def f(a):\r\n    raise RuntimeError(\"stubbed out by objective-score audit\")\r\n\r\n\r\ndef g():\r\n    return 2\r\n"
 
 
 def test_the_exploits_are_built_against_the_base(tmp_path: Path) -> None:
