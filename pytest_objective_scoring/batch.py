@@ -392,11 +392,12 @@ def result_row(job: Job, envelope: Mapping[str, Any] | None, recorded: Mapping[s
     }
 
 
-def swebench_run_reports(rows: Sequence[Mapping[str, Any]], jobs: Sequence[Job], dataset_size: int) -> dict[str, dict[str, Any]]:
+def swebench_run_reports(rows: Sequence[Mapping[str, Any]], jobs: Sequence[Job], dataset_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Per model, the run report SWE-bench's harness writes (``{model}.{run_id}.json``).
 
     Its id lists: ``resolved_ids`` and ``unresolved_ids`` (graded, with a verdict),
-    ``empty_patch_ids`` (an empty or missing model_patch: SWE-bench does not grade those),
+    ``empty_patch_ids`` (a model_patch that is "" or missing: SWE-bench does not grade those),
+    ``incomplete_ids`` (dataset instances the model submitted nothing for),
     ``error_ids`` (SWE-bench's errors: the patch did not apply, or the grading broke), and,
     beside them, ``infrastructure_failure_ids`` (the gradings that broke, also in ``error_ids``,
     so a reader of SWE-bench's schema counts them as it would and ours can tell them apart).
@@ -408,8 +409,8 @@ def swebench_run_reports(rows: Sequence[Mapping[str, Any]], jobs: Sequence[Job],
             "error_ids", "infrastructure_failure_ids")})  # fmt: skip
         instance_id = job.instance.instance_id
         report["submitted_ids"].append(instance_id)
-        if not job.patch.strip():
-            report["empty_patch_ids"].append(instance_id)
+        if job.prediction.patch in (None, "") and not job.patch:
+            report["empty_patch_ids"].append(instance_id)  # SWE-bench: only "" or None is empty
             continue
         outcome = row["failure_class"]
         if outcome in ("resolved", "not_resolved"):
@@ -420,10 +421,13 @@ def swebench_run_reports(rows: Sequence[Mapping[str, Any]], jobs: Sequence[Job],
             if outcome == "infrastructure_failure":
                 report["infrastructure_failure_ids"].append(instance_id)
     for report in reports.values():
+        # every dataset instance this model submitted nothing for (SWE-bench's make_run_report)
+        report["incomplete_ids"] = sorted(set(dataset_ids) - set(report["submitted_ids"]))
         for key in list(report):
             report[key] = sorted(set(report[key]))
         report.update(
-            total_instances=dataset_size,
+            total_instances=len(dataset_ids),
+            incomplete_instances=len(report["incomplete_ids"]),
             submitted_instances=len(report["submitted_ids"]),
             completed_instances=len(report["completed_ids"]),
             resolved_instances=len(report["resolved_ids"]),

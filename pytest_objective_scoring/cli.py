@@ -714,7 +714,7 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
         Path(args.report).parent.mkdir(parents=True, exist_ok=True)
         Path(args.report).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         report["swebench_reports"] = []
-        for model, run_report in batch.swebench_run_reports(ordered, jobs, len(instances)).items():
+        for model, run_report in batch.swebench_run_reports(ordered, jobs, [i.instance_id for i in instances]).items():
             name = f"{model.replace('/', '__')}.{args.run_id}.json"  # SWE-bench's file name: {model}.{run_id}.json
             path = Path(args.report).parent / name
             path.write_text(json.dumps(run_report, indent=2) + "\n", encoding="utf-8")
@@ -898,10 +898,14 @@ def select_scorecards(entries: Sequence[dict[str, Any]], selector: str) -> list[
 
 def _one_benchmark(entries: Sequence[dict[str, Any]], command: str) -> None:
     """Means are taken within one benchmark only: a rate on one instrument is not a rate on another."""
-    named = sorted({str(e["benchmark"]) for e in entries if e.get("benchmark")})
+    named = sorted({str(e.get("benchmark") or "(unlabelled)") for e in entries})
     if len(named) > 1:
         raise CommandError(f"{command}: the runs belong to benchmarks {', '.join(named)}; scores of different "
-                           "benchmarks are never averaged or compared as one number: select runs of one benchmark")  # fmt: skip
+                           "benchmarks (an unlabelled run counts as its own) are never averaged or compared as one "
+                           "number: select runs of one benchmark, and label runs with --benchmark")  # fmt: skip
+    spaces = sorted({str(e.get("metric_space") or "binary_resolved") for e in entries})
+    if len(spaces) > 1:
+        raise CommandError(f"{command}: the runs are in metric spaces {', '.join(spaces)}: never averaged together")
 
 
 def _few_seqs(seqs: Sequence[int]) -> str:

@@ -331,7 +331,14 @@ def by_benchmark(runs: Iterable[RunCost]) -> dict[str, list[HarnessSummary]]:
     groups: dict[str, list[RunCost]] = {}
     for run in runs:
         groups.setdefault(run.benchmark, []).append(run)
-    return {name: summarize(group) for name, group in sorted(groups.items())}
+    return {name: summarize(group) if name != "unknown" else _unranked(summarize(group)) for name, group in sorted(groups.items())}
+
+
+def _unranked(summaries: list[HarnessSummary]) -> list[HarnessSummary]:
+    """Runs without a benchmark label may come from different benchmarks: listed, never ranked."""
+    return [HarnessSummary(s.harness, s.runs, s.resolved, s.infrastructure_failures, s.totals, s.ratios,
+                           (*s.notes, "no benchmark label: these runs may mix benchmarks, so they are not ranked "
+                            "(label them with --benchmark)"), rank=0, pareto_layer=0) for s in summaries]  # fmt: skip
 
 
 def summarize(runs: Iterable[RunCost]) -> list[HarnessSummary]:

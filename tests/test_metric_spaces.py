@@ -21,6 +21,7 @@ PREDICTIONS = FIXTURES / "predictions" / "fixtures.jsonl"
 def test_grade_batch_writes_swebench_run_reports_beside_ours_and_records_the_benchmark(tmp_path):
     rows = [json.loads(line) for line in PREDICTIONS.read_text().splitlines()]
     rows = [r for r in rows if r["model_name_or_path"] in ("cheap-fix", "does-nothing", "bad-diffs")]
+    rows = [r for r in rows if not (r["model_name_or_path"] == "bad-diffs" and r["instance_id"] == "fixtures__csvlite-1")]
     for row in rows:
         if row["model_name_or_path"] == "does-nothing":
             row["model_patch"] = ""  # SWE-bench's empty patch
@@ -38,9 +39,11 @@ def test_grade_batch_writes_swebench_run_reports_beside_ours_and_records_the_ben
     empty = json.loads((tmp_path / "out" / "does-nothing.run7.json").read_text())
     assert empty["empty_patch_ids"] == ids and empty["completed_ids"] == []
     bad = json.loads((tmp_path / "out" / "bad-diffs.run7.json").read_text())
-    assert bad["error_ids"] == ids and bad["infrastructure_failure_ids"] == [] and bad["unresolved_ids"] == []
+    assert bad["error_ids"] == ids[1:] and bad["infrastructure_failure_ids"] == [] and bad["unresolved_ids"] == []
+    assert bad["incomplete_ids"] == ["fixtures__csvlite-1"] and bad["total_instances"] == 3  # submitted nothing for it
+    assert cheap["incomplete_ids"] == []
     ours = json.loads((tmp_path / "out" / "ours.json").read_text())
-    assert len(ours["results"]) == 9
+    assert len(ours["results"]) == 8
     with Ledger(ledger) as opened:
         scores = [e.data for e in opened.entries("score")]
     assert {s["benchmark"] for s in scores} == {"fixtures-lite"} and {s["metric_space"] for s in scores} == {"binary_resolved"}
@@ -68,8 +71,15 @@ def test_costs_rank_within_each_benchmark_never_across(tmp_path):
     assert data["ranking"] == "within each benchmark; never across benchmarks or metric spaces"
     ranked = {b["benchmark"]: [(h["harness"], h["rank"]) for h in b["harnesses"]] for b in data["benchmarks"]}
     assert ranked == {"lite": [("a", 1), ("b", 2)], "live": [("b", 1), ("a", 2)]}  # lhtb's reward never enters
+    with Ledger(ledger) as opened:
+        for items in (_score(None, "a", "t5", True, 1.0), _score(None, "b", "t6", True, 1.0)):  # type: ignore[arg-type]
+            opened.append_linked(items)
+    data = json.loads(run_cli("costs", "--ledger", str(ledger), "--json").stdout)
+    unknown = next(b for b in data["benchmarks"] if b["benchmark"] == "unknown")
+    assert [h["rank"] for h in unknown["harnesses"]] == [0, 0]  # unlabelled runs may mix benchmarks: never ranked
+    assert "not ranked" in unknown["harnesses"][0]["notes"][-1]
     table = run_cli("costs", "--ledger", str(ledger))
-    assert "2 benchmarks: each is ranked on its own" in table.stdout
+    assert "3 benchmarks: each is ranked on its own" in table.stdout
 
 
 @pytest.mark.slow
@@ -83,6 +93,12 @@ def test_a_scorecard_diff_refuses_to_mix_benchmarks(tmp_path):
     seqs = [row["seq"] for row in json.loads(run_cli("ledger", "show", "--ledger", ledger, "--json").stdout)]
     mixed = run_cli("scorecard", "diff", str(seqs[0]), str(seqs[1]), "--ledger", ledger)
     assert mixed.returncode == 2 and "belong to benchmarks lite, live" in mixed.stderr and "never averaged" in mixed.stderr
+    graded = run_cli("grade", "--repo", str(FIXTURES / "repos" / "intervals"), "--instance",
+                     str(FIXTURES / "instances" / "intervals.json"), "--patch",
+                     str(FIXTURES / "patches" / "intervals" / "gold.diff"), "--ledger", ledger)  # fmt: skip
+    unlabelled = json.loads(run_cli("ledger", "show", "--ledger", ledger, "--json").stdout)[-1]["seq"]
+    mixed = run_cli("scorecard", "diff", str(seqs[0]), str(unlabelled), "--ledger", ledger)
+    assert mixed.returncode == 2 and "(unlabelled)" in mixed.stderr
 
 
 def test_judge_based_scores_are_imported_labelled_and_never_read_as_evidence(tmp_path):
