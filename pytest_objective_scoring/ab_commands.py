@@ -190,6 +190,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .runner import BadInput, resolve_python
     from .sets import burn, resolve_set
 
+    import importlib.util
+
+    if importlib.util.find_spec("scipy") is None:  # checked before any grading, not after
+        raise _error("ab run computes its statistics with scipy: pip install 'pytest-objective-scoring[stats]'")
     manifest, data = _load_manifest(args.manifest)
     digest = ab.manifest_digest(data)
     files = _arm_files(args.arm, manifest)
