@@ -262,7 +262,7 @@ def arm_statistics(resolved: Sequence[int], tasks: int, alpha: float) -> tuple[f
     for their mean. One seed: no variance (``None``) and the Wilson score interval of that
     seed's binomial proportion (the only uncertainty one seed can show).
     """
-    from scipy import stats
+    from scipy import stats  # type: ignore[import-untyped]
 
     rates = [r / tasks for r in resolved]
     mean = sum(rates) / len(rates)
@@ -292,7 +292,7 @@ def compare(baseline: Mapping[tuple[int, str], bool], candidate: Mapping[tuple[i
     beside it as the variance-backed view. Evidence that is not admissible (unknown frozen
     fields, quarantined runs) is ``undetermined``.
     """
-    from scipy import stats
+    from scipy import stats  # type: ignore[import-untyped]
 
     n = len(tasks)
     base_counts = [sum(baseline[(s, t)] for t in tasks) for s in seeds]

@@ -144,7 +144,9 @@ def _arm_predictions(path: Path, arm: str, manifest: ab.Manifest) -> tuple[list[
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise _error(f"--arm {arm}={path}: cannot be read ({exc.strerror})") from None
-    predictions, per_seed, undeclared = [], {}, set()
+    predictions: list[Any] = []
+    per_seed: dict[int, set[str]] = {}
+    undeclared: set[str] = set()
     seen: dict[tuple[str, int], str] = {}
     try:
         rows = list(read_rows(path, text))

@@ -632,7 +632,7 @@ def grade_jobs(
     rows: dict[str, dict[str, Any]] = {}
     recorded_audits = audits(ledger)
     done = batch.recorded_jobs(ledger)
-    todo = []
+    todo: list[Any] = []
     for job in jobs:
         recorded = done.get(job.key)
         if recorded is not None and not (retry_infra and recorded.get("outcome") == "infrastructure_failure"):
@@ -708,17 +708,18 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
                 "graded": len(todo), "resumed": len(jobs) - len(todo), "summary": summary,
                 "scheduler": args.scheduler, "workers": None if args.scheduler else args.workers,
             })  # fmt: skip
-    report = {"dataset": str(args.dataset), "predictions": str(args.predictions), "ledger": str(ledger_path),
+    report: dict[str, Any] = {"dataset": str(args.dataset), "predictions": str(args.predictions), "ledger": str(ledger_path),
               "summary": summary, "results": ordered}  # fmt: skip
     if args.report:
         Path(args.report).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.report).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        report["swebench_reports"] = []
+        written: list[str] = []
         for model, run_report in batch.swebench_run_reports(ordered, jobs, [i.instance_id for i in instances]).items():
             name = f"{model.replace('/', '__')}.{args.run_id}.json"  # SWE-bench's file name: {model}.{run_id}.json
             path = Path(args.report).parent / name
             path.write_text(json.dumps(run_report, indent=2) + "\n", encoding="utf-8")
-            report["swebench_reports"].append(str(path))
+            written.append(str(path))
+        report["swebench_reports"] = written
+        Path(args.report).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:

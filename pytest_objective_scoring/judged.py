@@ -54,12 +54,16 @@ def parse_rows(path: Path, benchmark: str, judge: str) -> list[dict[str, Any]]:
     return entries
 
 
+def _body(entry: dict[str, Any]) -> Any:
+    return lambda _: entry
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     from .ledger import Ledger
 
     entries = parse_rows(Path(args.file), args.benchmark, args.judge)
     with Ledger(Path(args.ledger) if args.ledger else DEFAULT_LEDGER) as ledger:
-        written = ledger.append_linked([("judged_score", lambda _, e=e: e) for e in entries])
+        written = ledger.append_linked([("judged_score", _body(e)) for e in entries])
     if args.json:
         print(json.dumps({"imported": len(entries), "first_seq": written[0].seq, "label": LABEL,
                           "entries": entries}, indent=2, ensure_ascii=False))  # fmt: skip

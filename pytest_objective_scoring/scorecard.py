@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Final, Iterable, Mapping, Sequence
 
 __all__ = [
@@ -124,7 +124,7 @@ class Scorecard:
         def take(kind: type, value: Any, where: str) -> Any:
             if not isinstance(value, Mapping):
                 raise ValueError(f"{where}: expected an object, got {value!r}")
-            names = [f for f in kind.__dataclass_fields__]
+            names = [f.name for f in fields(kind)]
             if set(value) != set(names):
                 extra, missing = sorted(set(value) - set(names)), sorted(set(names) - set(value))
                 raise ValueError(f"{where}: fields differ from the spec's (extra {extra}, missing {missing})")

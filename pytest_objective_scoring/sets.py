@@ -852,7 +852,7 @@ def rotate_set(ledger: Ledger, name: str, add: Sequence[Instance] = (), cutoff: 
                            "(to change those tasks, create a new set)")  # fmt: skip
         version = folded.versions[state.name][-1]
         new_cutoff = parse_cutoff(cutoff).text if cutoff is not None else version.cutoff
-        if cutoff is not None and version.cutoff is not None and parse_cutoff(new_cutoff).latest < parse_cutoff(version.cutoff).latest:
+        if cutoff is not None and version.cutoff is not None and parse_cutoff(cutoff).latest < parse_cutoff(version.cutoff).latest:
             raise SetError(f"{state.set_id}: --cutoff {new_cutoff} is earlier than the set's cutoff {version.cutoff}: "
                            "a rotation never lowers the cutoff (that would let older, possibly seen tasks count as "
                            "fresh); a model with an earlier cutoff gets a new set")  # fmt: skip

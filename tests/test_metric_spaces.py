@@ -4,7 +4,6 @@ metric space, no ranking or averaging across benchmarks, judge-based scores kept
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 

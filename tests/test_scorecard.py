@@ -276,7 +276,7 @@ def test_phase_3_localization_improved_end_to_end_flat_the_gain_is_attributed_to
     record = json.loads(run_cli("scorecard", after, "--ledger", ledger, "--json").stdout)
     assert record["scorecard"]["component_metrics"]["localization"]["symbol_recall"] == 1.0
     assert record["details"]["candidate"]["entities"] == ["src/intervals/interval.py::Interval.overlaps"]
-    sets = json.loads(run_cli("scorecard", "diff", f"harness:scorecard_wrong_file", f"{after},{broken}", "--ledger", ledger,
+    sets = json.loads(run_cli("scorecard", "diff", "harness:scorecard_wrong_file", f"{after},{broken}", "--ledger", ledger,
                               "--json").stdout)  # fmt: skip
     assert sets["runs"] == {"a": 1, "b": 2}
     assert {r["metric"]: r["b"] for r in sets["metrics"]}["patching.parse"] == 0.5
