@@ -44,7 +44,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
-from xml.parsers import expat
 
 from . import outcomes as oc
 from .instances import Instance
@@ -301,38 +300,11 @@ def _read(path: Path) -> bytes:
 
 
 def _parse_xml(path: Path, data: bytes) -> _Node:
-    """A small tree with line numbers (ElementTree keeps none); DOCTYPEs refused."""
-    parser = expat.ParserCreate()
-    roots: list[_Node] = []
-    stack: list[_Node] = []
+    """A small tree with line numbers (the parser :mod:`.reports` uses); DOCTYPEs refused."""
+    from .reports import parse_xml
 
-    def start(tag: str, attrs: dict[str, str]) -> None:
-        node = _Node(tag, attrs, parser.CurrentLineNumber)
-        (stack[-1].children if stack else roots).append(node)
-        stack.append(node)
-
-    def end(tag: str) -> None:
-        stack.pop()
-
-    def text(data: str) -> None:
-        if stack and stack[-1].tag in _TEXT_TAGS and sum(map(len, stack[-1].text)) < 4 * MESSAGE_LIMIT:
-            stack[-1].text.append(data)
-
-    def doctype(*_: Any) -> None:
-        raise JUnitError(path, "declares a DOCTYPE, which no JUnit writer does (refused: entities could expand "
-                         "without bound)", line=parser.CurrentLineNumber)  # fmt: skip
-
-    parser.StartElementHandler = start
-    parser.EndElementHandler = end
-    parser.CharacterDataHandler = text
-    parser.StartDoctypeDeclHandler = doctype
-    parser.EntityDeclHandler = doctype
-    try:
-        parser.Parse(data, True)
-    except expat.ExpatError as exc:
-        raise JUnitError(path, f"invalid XML (column {exc.offset + 1}): {expat.ErrorString(exc.code)}",
-                         line=exc.lineno) from None  # fmt: skip
-    root = roots[0]
+    root: _Node = parse_xml(path, data, text_tags=_TEXT_TAGS, error=JUnitError,
+                            doctype="declares a DOCTYPE, which no JUnit writer does", node=_Node)  # fmt: skip
     if root.tag not in ("testsuites", "testsuite"):
         raise JUnitError(path, f"its root element is <{root.tag}>; expected <testsuites> or <testsuite> (JUnit XML)",
                          line=root.line)  # fmt: skip

@@ -32,7 +32,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
@@ -452,39 +452,52 @@ class _Node:
     text: list[str] = field(default_factory=list)  # kept for <error> only (a collection error's report)
 
 
-def _parse_xml(path: Path, data: bytes) -> _Node:
-    """A small tree with line numbers (ElementTree keeps none); DOCTYPEs refused."""
+def parse_xml(
+    path: Path,
+    data: bytes,
+    *,
+    text_tags: frozenset[str] = frozenset({"error"}),
+    error: type[ReportError] = ReportError,
+    doctype: str = "declares a DOCTYPE, which pytest's JUnit XML never has",
+    node: Callable[..., Any] | None = None,
+) -> Any:
+    """A small tree with line numbers (ElementTree keeps none); DOCTYPEs refused. Shared with
+    :mod:`.foreign`, which keeps the text of more elements and uses its own node type."""
+    make = node or _Node
     parser = expat.ParserCreate()
-    roots: list[_Node] = []
-    stack: list[_Node] = []
+    roots: list[Any] = []
+    stack: list[Any] = []
 
     def start(tag: str, attrs: dict[str, str]) -> None:
-        node = _Node(tag, attrs, parser.CurrentLineNumber)
-        (stack[-1].children if stack else roots).append(node)
-        stack.append(node)
+        element = make(tag, attrs, parser.CurrentLineNumber)
+        (stack[-1].children if stack else roots).append(element)
+        stack.append(element)
 
     def end(tag: str) -> None:
         stack.pop()
 
     def text(data: str) -> None:
-        if stack and stack[-1].tag == "error" and sum(map(len, stack[-1].text)) < 4 * MESSAGE_LIMIT:
+        if stack and stack[-1].tag in text_tags and sum(map(len, stack[-1].text)) < 4 * MESSAGE_LIMIT:
             stack[-1].text.append(data)
 
-    def doctype(*_: Any) -> None:
-        raise ReportError(path, "declares a DOCTYPE, which pytest's JUnit XML never has (refused: entities "
-                          "could expand without bound)", line=parser.CurrentLineNumber)  # fmt: skip
+    def refuse_doctype(*_: Any) -> None:
+        raise error(path, f"{doctype} (refused: entities could expand without bound)", line=parser.CurrentLineNumber)
 
     parser.StartElementHandler = start
     parser.EndElementHandler = end
     parser.CharacterDataHandler = text
-    parser.StartDoctypeDeclHandler = doctype
-    parser.EntityDeclHandler = doctype
+    parser.StartDoctypeDeclHandler = refuse_doctype
+    parser.EntityDeclHandler = refuse_doctype
     try:
         parser.Parse(data, True)
     except expat.ExpatError as exc:
-        raise ReportError(path, f"invalid XML (column {exc.offset + 1}): {expat.ErrorString(exc.code)}",
-                          line=exc.lineno) from None  # fmt: skip
+        raise error(path, f"invalid XML (column {exc.offset + 1}): {expat.ErrorString(exc.code)}",
+                    line=exc.lineno) from None  # fmt: skip
     return roots[0]
+
+
+def _parse_xml(path: Path, data: bytes) -> _Node:
+    return parse_xml(path, data)  # type: ignore[no-any-return]
 
 
 @dataclass
