@@ -898,31 +898,6 @@ class Verification:
         }
 
 
-def _read_records(record_file: Path) -> tuple[Any, list[tuple[str, str]], dict[str, Any] | None]:
-    from .outcomes import Collector
-
-    collector = Collector()
-    errors: list[tuple[str, str]] = []
-    session = None
-    if record_file.exists():
-        for line in record_file.read_text(encoding="utf-8", errors="replace").split("\n"):
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut short by a kill
-            kind = item.pop("type", None)
-            if kind == "test":
-                collector.add(item)
-            elif kind == "collect_error":
-                errors.append((item["nodeid"], item["message"]))
-            elif kind == "session":
-                session = item
-                break
-    return collector, errors, session
-
-
 def _no_verdict(timed_out: bool, timeout: float, session: dict[str, Any] | None, tail: str, python: str,
                 copy: Path, records: Mapping[str, Any]) -> str | None:  # fmt: skip
     if timed_out:
@@ -998,7 +973,9 @@ def verify_state(spec: TaskSpec, state: Path | None, *, python: str, timeout: fl
     code, timed_out, wall, cpu = run_process([*isolation_prefix(False), *command], cwd=copy, env=env,
                                              timeout=timeout, log=log)  # fmt: skip
     tail = _tail(log)
-    collector, collect_errors, session = _read_records(record_file)
+    from .testrun import read_records
+
+    collector, collect_errors, session = read_records(record_file)
     records = collector.records
     run = {"command": command, "exit_code": code, "pytest_exitstatus": None if session is None else session.get("exitstatus"),
            "timed_out": timed_out, "wall_time": round(wall, 3), "cpu": round(cpu, 3), "output_tail": tail}  # fmt: skip

@@ -232,6 +232,16 @@ def run_tests(
     code, timed_out, wall, cpu = run_process([*prefix, *command], cwd=copy, env=environ, timeout=timeout, log=log)
     run = RunRecord(command=command, label=label, exit_code=code, timed_out=timed_out, wall_time=wall, cpu=cpu)
     run.output_tail = log.read_text(encoding="utf-8", errors="replace")[-OUTPUT_TAIL:]
+    run.collector, run.collect_errors, run.session = read_records(record_file)
+    return run
+
+
+def read_records(record_file: Path) -> tuple[Collector, list[tuple[str, str]], dict[str, Any] | None]:
+    """What the recorder wrote: every test's phase facts, the collection errors, and the session
+    (its last word: anything written after it was not the recorder)."""
+    collector = Collector()
+    errors: list[tuple[str, str]] = []
+    session = None
     if record_file.exists():
         for line in record_file.read_text(encoding="utf-8", errors="replace").split("\n"):
             if not line.strip():
@@ -242,13 +252,13 @@ def run_tests(
                 continue  # a line cut short by a kill
             kind = item.pop("type", None)
             if kind == "test":
-                run.collector.add(item)
+                collector.add(item)
             elif kind == "collect_error":
-                run.collect_errors.append((item["nodeid"], item["message"]))
+                errors.append((item["nodeid"], item["message"]))
             elif kind == "session":
-                run.session = item
-                break  # the recorder's last word: anything written after it was not the recorder
-    return run
+                session = item
+                break
+    return collector, errors, session
 
 
 def assess(run: RunRecord, instance: Instance, compat: str, copy: Path, timeout: float) -> tuple[Grading, str | None, str]:
