@@ -1,13 +1,13 @@
-"""Function-level benchmarks graded by execution: problems, samples, the harness, pass@k and pass^k.
+"""Function-level benchmarks graded by execution: problems, samples, folding a run, pass@k and pass^k.
 
 HumanEval and EvoEval (``prompt`` + ``test`` defining ``check(candidate)`` + ``entry_point``),
 MBPP (``test_list`` of assert statements), BigCodeBench (``test``: a ``unittest`` module) and
 LiveCodeBench (stdin programs checked against ``input``/``output`` pairs) rows are read from
 JSON, JSONL or ``.jsonl.gz`` files; each row's style comes from its fields. Every sample runs
 in a subprocess (``samples_commands.py`` starts it); this module never starts a process. It
-holds the pure parts: loading and validating, the harness script and its per-sample spec,
-folding a run's signed report into an :class:`Outcome`, the metrics, timestamp gating and the
-report. ``docs/functional.md`` explains every rule.
+holds the pure parts: loading and validating, folding a run's signed report into an
+:class:`Outcome`, the metrics, timestamp gating and the report; the scripts that run a sample are
+in :mod:`.sample_harness`. ``docs/functional.md`` explains every rule.
 """
 
 from __future__ import annotations
@@ -17,17 +17,15 @@ import base64
 import binascii
 import datetime as _dt
 import difflib
-import functools
 import gzip
 import hashlib
 import hmac
-import inspect
 import io
 import json
 import pickle
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import comb
 from pathlib import Path
 from typing import Any, Final, Literal, cast
@@ -47,15 +45,12 @@ __all__ = [
     "build_report",
     "fold",
     "gate",
-    "harness_files",
-    "harness_source",
     "load_problems",
     "load_samples",
     "normalize_output",
     "output_digest",
     "pass_at_k",
     "pass_hat_k",
-    "process_timeout",
     "program_of",
     "read_messages",
 ]
@@ -69,6 +64,8 @@ METRIC_SPACE: Final = "pass_at_k"
 PREFIX: Final = "@objective-sample@"
 STDIN_GRACE: Final = 3.0  # seconds the stdin harness gets beyond the sample's budget to report
 DETAIL_LIMIT: Final = 600
+ISOLATIONS: Final = ("separate", "separate-unconfined", "shared")
+UNSPLITTABLE: Final = "unsplittable"  # the phase of a run whose checks must run in the sample's process
 STYLE_NAMES: Final = {
     "humaneval": "HumanEval / EvoEval",
     "mbpp": "MBPP",
@@ -151,9 +148,10 @@ class Outcome:
     status: Status
     detail: str = ""
     phase: str | None = None
+    isolation: str | None = None  # where the sample ran: separate, separate-unconfined, shared (None: unknown)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "detail": self.detail, "phase": self.phase}
+        return {"status": self.status, "detail": self.detail, "phase": self.phase, "isolation": self.isolation}
 
 
 @dataclass(frozen=True)
@@ -486,347 +484,6 @@ def output_digest(text: str) -> str:
     return hashlib.sha256(normalize_output(text).encode("utf-8")).hexdigest()
 
 
-HARNESS: Final = r'''"""objective-score sample harness: written by the grader for one sample (docs/functional.md).
-
-Runs the sample against its problem's checks and reports on stdout in signed lines
-    @objective-sample@ MAC SEQ EVENT JSON        MAC = HMAC-SHA256(key, "SEQ EVENT JSON")
-The key is read from ./key, and that file and ./spec.json are deleted, before any code of
-the sample runs. Works on Python 3.6 and later.
-"""
-import hashlib
-import hmac
-import json
-import os
-import sys
-import time
-import traceback
-import types
-
-PREFIX = "@objective-sample@"
-OUTPUT_LIMIT = 64 * 1024 * 1024
-DETAIL_LIMIT = 600
-
-
-def _load(here):
-    path = os.path.join(here, "key")
-    with open(path, "rb") as handle:
-        key = handle.read().strip()
-    os.unlink(path)
-    path = os.path.join(here, "spec.json")
-    with open(path, "rb") as handle:
-        spec = json.loads(handle.read().decode("utf-8"))
-    os.unlink(path)
-    return key, spec
-
-
-def _signer(key):
-    write, new, sha256, dumps = os.write, hmac.new, hashlib.sha256, json.dumps
-    state = [0]
-
-    def emit(event, detail):
-        body = dumps(detail, sort_keys=True, ensure_ascii=True)
-        text = "%d %s %s" % (state[0], event, body)
-        state[0] += 1
-        mac = new(key, text.encode("ascii"), sha256).hexdigest()
-        data = ("\n%s %s %s\n" % (PREFIX, mac, text)).encode("ascii")
-        while data:
-            data = data[write(1, data):]
-
-    return emit
-
-
-def _limit():
-    try:
-        import resource
-    except ImportError:
-        return
-    for name, value in (("RLIMIT_FSIZE", OUTPUT_LIMIT), ("RLIMIT_CORE", 0)):
-        which = getattr(resource, name, None)
-        if which is None:
-            continue
-        try:
-            soft, hard = resource.getrlimit(which)
-            if hard != resource.RLIM_INFINITY:
-                value = min(value, hard)
-            resource.setrlimit(which, (value, hard))
-        except (ValueError, OSError):
-            pass
-
-
-def _describe(exc, sources):
-    try:
-        message = str(exc)
-    except BaseException:
-        message = ""
-    text = type(exc).__name__ + (": " + message if message else "")
-    try:
-        for frame in traceback.extract_tb(exc.__traceback__):
-            source = sources.get(frame.filename)
-            if source is not None:
-                lines = source.splitlines()
-                line = lines[frame.lineno - 1].strip() if 0 < frame.lineno <= len(lines) else ""
-                text += " [%s line %d: %s]" % (frame.filename, frame.lineno, line)
-                break
-    except BaseException:
-        pass
-    return text[:DETAIL_LIMIT]
-
-
-def _flush():
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except BaseException:
-            pass
-
-
-def _watch(style):
-    """What the checks rely on, as it is before the sample runs: builtins, and unittest for BigCodeBench."""
-    import builtins
-    watched = [(builtins, name) for name in list(vars(builtins))]
-    if style == "bigcodebench":
-        import unittest
-        import unittest.case
-        import unittest.result
-        import unittest.runner
-        import unittest.suite
-        for name in ("TestCase", "TestSuite", "TestLoader", "TestResult", "TextTestRunner", "TextTestResult",
-                     "SkipTest", "defaultTestLoader"):
-            watched.append((unittest, name))
-        for owner in (unittest.TestCase, unittest.TestSuite, unittest.TestLoader, unittest.TestResult,
-                      unittest.TextTestRunner, unittest.TextTestResult):
-            for name in list(vars(owner)):
-                watched.append((owner, name))
-        watched.append((unittest.case, "_Outcome"))
-    return [(owner, name, vars(owner).get(name)) for owner, name in watched]
-
-
-def _changed(snapshot):
-    for owner, name, value in snapshot:
-        if vars(owner).get(name) is not value:
-            return "%s.%s" % (getattr(owner, "__name__", owner), name)
-    return None
-
-
-def _run_module(spec, emit, here):
-    style = spec["style"]
-    snapshot = _watch(style)
-    if style == "bigcodebench":
-        import unittest
-    stream = sys.__stderr__
-    sources = {"solution.py": spec["solution"], "test.py": spec.get("test", "")}
-    for index, text in enumerate(spec.get("asserts", [])):
-        sources["assert_%d.py" % index] = text
-    try:
-        solution = compile(spec["solution"], "solution.py", "exec")
-    except BaseException as exc:
-        emit("error", {"phase": "compile", "detail": _describe(exc, sources)})
-        return
-    try:
-        imports = [compile(text, "test_imports.py", "exec") for text in spec.get("imports", [])]
-        test = compile(spec.get("test", ""), "test.py", "exec")
-        asserts = [compile(text, "assert_%d.py" % i, "exec") for i, text in enumerate(spec.get("asserts", []))]
-    except BaseException as exc:
-        emit("internal", {"detail": "the problem's tests do not compile on this interpreter: " + _describe(exc, sources)})
-        return
-    module = types.ModuleType("solution")
-    module.__file__ = os.path.join(here, "solution.py")
-    sys.modules["solution"] = module
-    namespace = module.__dict__
-    entry = spec.get("entry_point") or ""
-    verdict = {}
-
-    def define():
-        exec(solution, namespace)
-        if entry and not callable(namespace.get(entry)):
-            raise NameError("the solution defines no function %r" % entry)
-
-    def prepare():
-        for code in imports:
-            exec(code, namespace)
-        exec(test, namespace)
-
-    def checks():
-        if style == "humaneval":
-            namespace["check"](namespace[entry])
-            verdict["checks"] = 1
-        elif style == "mbpp":
-            for code in asserts:
-                exec(code, namespace)
-            verdict["checks"] = len(asserts)
-        else:
-            suite = unittest.TestSuite()
-            for name in spec["test_classes"]:
-                value = namespace.get(name)
-                if isinstance(value, type) and issubclass(value, unittest.TestCase):
-                    suite.addTests(unittest.defaultTestLoader.loadTestsFromTestCase(value))
-            expected = suite.countTestCases()
-            if not expected:
-                verdict["error"] = "the test module holds no unittest.TestCase with tests"
-                return
-            result = unittest.TextTestRunner(stream=stream, verbosity=2).run(suite)
-            problems = list(result.failures) + list(result.errors)
-            if problems:
-                case, text = problems[0]
-                lines = str(text).strip().splitlines()
-                skip = (" ", "Traceback", "During handling", "The above exception")
-                message = [line for line in lines if line.strip() and not line.startswith(skip)]
-                verdict["failed"] = ("%s: %s" % (case.id(), message[0] if message else "failed"))[:DETAIL_LIMIT]
-            elif result.skipped:
-                case, reason = result.skipped[0]
-                verdict["failed"] = ("%s was skipped (%s): a skipped test is not a pass" % (case.id(), reason))[:DETAIL_LIMIT]
-            elif result.unexpectedSuccesses:
-                verdict["failed"] = "%s: unexpected success" % result.unexpectedSuccesses[0].id()
-            elif result.testsRun != expected:
-                verdict["failed"] = "%d of %d tests ran" % (result.testsRun, expected)
-            verdict["checks"] = expected
-
-    for phase, action in (("solution", define), ("test", prepare), ("check", checks)):
-        try:
-            action()
-        except Exception as exc:
-            emit("failed" if phase == "check" else "error", {"phase": phase, "detail": _describe(exc, sources)})
-            return
-        except BaseException as exc:
-            emit("failed", {"phase": phase, "escaped": True, "detail": "the sample stopped its own run (%s) before "
-                            "its checks finished" % _describe(exc, sources)})
-            return
-    _flush()
-    if "error" in verdict:
-        emit("error", {"phase": "test", "detail": verdict["error"]})
-    elif "failed" in verdict:
-        emit("failed", {"phase": "check", "detail": verdict["failed"]})
-    else:
-        changed = _changed(snapshot)
-        if changed:
-            emit("tampered", {"phase": "check", "detail": "the sample replaced %s, which the checks rely on" % changed})
-        else:
-            emit("passed", {"checks": verdict.get("checks", 0)})
-
-
-def _reap():
-    """As PID 1 of its own PID namespace, end everything the program left behind."""
-    if os.getpid() != 1:
-        return
-    import signal
-    try:
-        os.kill(-1, signal.SIGKILL)
-    except OSError:
-        pass
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-
-
-def _tail(path, size):
-    with open(path, "rb") as handle:
-        handle.seek(0, 2)
-        handle.seek(max(0, handle.tell() - size))
-        return handle.read().decode("utf-8", "replace")
-
-
-def _run_stdin(spec, emit, here):
-    import subprocess
-    source = spec["program"]
-    try:
-        compile(source, "solution.py", "exec")
-    except BaseException as exc:
-        emit("error", {"phase": "compile", "detail": _describe(exc, {"solution.py": source})})
-        return
-    with open(os.path.join(here, "solution.py"), "w", encoding="utf-8") as handle:
-        handle.write(source)
-    deadline = time.monotonic() + float(spec["budget"])
-    results, stopped = [], None
-    for index, case in enumerate(spec["cases"]):
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            stopped = "budget"
-            break
-        base = os.path.join(here, "case-%d" % index)
-        with open(base + ".in", "wb") as handle:
-            handle.write(case["input"].encode("utf-8"))
-        with open(base + ".in", "rb") as stdin, open(base + ".out", "wb") as stdout, open(base + ".err", "wb") as stderr:
-            try:
-                proc = subprocess.Popen([sys.executable, "solution.py"], cwd=here, stdin=stdin, stdout=stdout, stderr=stderr)
-            except OSError as exc:
-                emit("internal", {"detail": "cannot start %s: %s" % (sys.executable, exc)})
-                return
-            try:
-                code, timed_out = proc.wait(timeout=remaining), False
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-                code, timed_out = None, True
-        _reap()
-        with open(base + ".out", "rb") as handle:
-            output = normalize_output(handle.read(OUTPUT_LIMIT).decode("utf-8", "replace"))
-        digest = hashlib.sha256(output.encode("utf-8")).hexdigest()
-        results.append({"case": index, "exit": code, "timed_out": timed_out, "digest": digest,
-                        "head": output[:200], "stderr": _tail(base + ".err", 400)})
-        if timed_out or code != 0 or digest != case["digest"]:
-            stopped = "failed"
-            break
-    emit("cases", {"results": results, "stopped": stopped})
-
-
-def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    key, spec = _load(here)
-    emit = _signer(key)
-    del key
-    emit("ready", {"python": "%d.%d.%d" % tuple(sys.version_info[:3]), "pid_namespace": os.getpid() == 1})
-    _limit()
-    if spec["style"] == "livecodebench":
-        _run_stdin(spec, emit, here)
-    else:
-        _run_module(spec, emit, here)
-    os._exit(0)
-
-
-'''
-HARNESS_MAIN: Final = '''
-if __name__ == "__main__":
-    try:
-        main()
-    except BaseException:
-        traceback.print_exc()
-        sys.stderr.flush()
-        os._exit(70)
-'''
-
-
-@functools.lru_cache(maxsize=1)
-def harness_source() -> str:
-    """The harness script: :data:`HARNESS`, the very :func:`normalize_output` the grader compares with, and main."""
-    return HARNESS + inspect.getsource(normalize_output) + HARNESS_MAIN
-
-
-def harness_spec(problem: Problem, sample: Sample, timeout: float) -> dict[str, Any]:
-    """What the harness needs to run one sample. A stdin problem's expected outputs stay with the
-    grader: the harness only gets their digests (to stop at the first wrong case)."""
-    program = program_of(problem, sample)
-    if problem.style == "livecodebench":
-        return {"style": problem.style, "program": program, "budget": timeout,
-                "cases": [{"input": case.input, "digest": output_digest(case.output)} for case in problem.cases]}  # fmt: skip
-    return {"style": problem.style, "solution": program, "test": problem.test, "entry_point": problem.entry_point,
-            "asserts": list(problem.asserts), "imports": list(problem.imports), "test_classes": list(problem.test_classes)}  # fmt: skip
-
-
-def harness_files(problem: Problem, sample: Sample, timeout: float, key: str) -> dict[str, str]:
-    """The files one sample's run directory starts with: ``harness.py``, ``spec.json`` and ``key``."""
-    return {"harness.py": harness_source(), "spec.json": json.dumps(harness_spec(problem, sample, timeout)), "key": key}
-
-
-def process_timeout(problem: Problem, timeout: float) -> float:
-    """How long the whole harness process may run: the sample's budget (a stdin problem's cases share
-    it, and its harness gets :data:`STDIN_GRACE` more seconds to report which case ran out)."""
-    return timeout + STDIN_GRACE if problem.style == "livecodebench" else timeout
-
-
 # --- folding a run --------------------------------------------------------------------------------
 
 
@@ -887,6 +544,15 @@ def _fold_cases(problem: Problem, detail: Mapping[str, Any], timed_out: bool, ti
 
 
 def fold(problem: Problem, log: str, key: bytes, exit_code: int | None, timed_out: bool, timeout: float) -> Outcome:
+    """One sample's outcome (see :func:`_fold`), with where the sample ran, as the harness's signed
+    ``sandbox`` message says: ``separate`` (hostile-resistant), ``separate-unconfined`` or ``shared``."""
+    messages, _ = read_messages(log, key)
+    sandbox = next((detail for event, detail in messages if event == "sandbox"), {})
+    isolation = sandbox.get("isolation") if sandbox.get("isolation") in ISOLATIONS else None
+    return replace(_fold(problem, log, key, exit_code, timed_out, timeout), isolation=isolation)
+
+
+def _fold(problem: Problem, log: str, key: bytes, exit_code: int | None, timed_out: bool, timeout: float) -> Outcome:
     """One sample's outcome from its harness's output, exit code and whether it was killed at the timeout.
 
     * no signed ``ready``: the harness never started (interpreter missing or broken): infrastructure;
@@ -905,13 +571,15 @@ def fold(problem: Problem, log: str, key: bytes, exit_code: int | None, timed_ou
         how = f"killed at the {timeout:g}s timeout" if timed_out else f"exit code {exit_code}"
         tail = " ".join(log.strip().splitlines()[-3:])[-400:]
         return Outcome("infrastructure", f"the harness did not start ({how})" + (f": {tail}" if tail else ""), "startup")
-    verdicts = messages[1:]
+    verdicts = [(event, detail) for event, detail in messages[1:] if event != "sandbox"]
     if verdicts:
         event, detail = verdicts[0]
         text = str(detail.get("detail", ""))[:DETAIL_LIMIT]
         phase = detail.get("phase") if isinstance(detail.get("phase"), str) else None
         if event == "internal":
             return Outcome("infrastructure", text, "harness")
+        if event == "unsplittable" and problem.style != "livecodebench":
+            return Outcome("infrastructure", text, UNSPLITTABLE)
         if event == "cases" and problem.style == "livecodebench":
             return _fold_cases(problem, detail, timed_out, timeout)
         if event == "error":
@@ -981,8 +649,15 @@ def problem_row(problem: Problem, results: Sequence[SampleResult], ks: Sequence[
         "infrastructure": len(results) - n,
         "pass_at_k": {str(k): pass_at_k(n, c, k) for k in ks},
         "pass_hat_k": {str(k): pass_hat_k(n, c, k) for k in ks},
+        "isolation": {where: sum(r.outcome.isolation == where for r in graded) for where in ISOLATIONS},
         "samples": [r.to_dict() for r in sorted(results, key=lambda r: r.sample.index)],
     }
+
+
+def hostile_resistant(rows: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether no sample of these problems ran where it could have forged its verdict (``separate``
+    only; a sample whose code never ran, one that did not compile for instance, counts for neither)."""
+    return not any(row["isolation"]["shared"] or row["isolation"]["separate-unconfined"] for row in rows)
 
 
 def summarize(rows: Sequence[Mapping[str, Any]], ks: Sequence[int]) -> list[dict[str, Any]]:
@@ -999,7 +674,7 @@ def summarize(rows: Sequence[Mapping[str, Any]], ks: Sequence[int]) -> list[dict
             metrics.append({"k": k, "pass_at_k": at, "pass_hat_k": hat, "defined": defined, "undefined": len(mine) - defined})
         summaries.append({"style": style, "benchmark": STYLE_NAMES[style], "problems": len(mine),
                           "samples": sum(row["n"] for row in mine), "passed": sum(row["c"] for row in mine),
-                          "metrics": metrics})  # fmt: skip
+                          "hostile_resistant": hostile_resistant(mine), "metrics": metrics})  # fmt: skip
     return summaries
 
 
@@ -1034,6 +709,18 @@ def build_report(problems: Sequence[Problem], samples: Sequence[Sample], results
     if len(summaries) > 1:
         notes.append(f"{len(summaries)} benchmark styles in one problems file: each is summarized on its own; "
                      "a mean across benchmarks is never computed")  # fmt: skip
+    for style in STYLES:
+        mine = [row for row in rows if row["style"] == style]
+        shared = sum(row["isolation"]["shared"] for row in mine)
+        unconfined = sum(row["isolation"]["separate-unconfined"] for row in mine)
+        if shared:
+            notes.append(f"{STYLE_NAMES[style]}: {shared} sample(s) ran in the checker's own process (isolation "
+                         "'shared'), as the benchmark's own harness runs them; a hostile sample could forge such a "
+                         "verdict: grade untrusted samples of this benchmark in a container (docs/functional.md)")  # fmt: skip
+        if unconfined:
+            notes.append(f"{STYLE_NAMES[style]}: {unconfined} sample(s) ran in a process this machine could not "
+                         "confine (isolation 'separate-unconfined': no user namespace or no read-only file systems); "
+                         "their verdicts are not hostile-resistant (docs/functional.md)")  # fmt: skip
     unsampled = [row["task_id"] for row in rows if row["n"] == 0 and not row["infrastructure"]]
     if unsampled:
         notes.append(f"{len(unsampled)} problem(s) have no samples: undefined at every k")

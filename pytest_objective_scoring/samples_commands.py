@@ -150,7 +150,22 @@ def _remove(path: Path) -> None:
 
 
 def run_sample(problem: Problem, sample: Sample, *, python: str, timeout: float, root: Path, prefix: Sequence[str]) -> SampleResult:
-    """Run one sample in a fresh directory below ``root``, in a subprocess of ``python``, and fold its report."""
+    """Run one sample in a fresh directory below ``root``, in a subprocess of ``python``, and fold its report.
+
+    A HumanEval or MBPP sample runs split (its code in a process of its own); when the problem's
+    checks pass it something that is not plain data, it runs again in the checker's process,
+    as the benchmark's own harness would, and its outcome says so (``isolation: shared``).
+    """
+    result = _run_once(problem, sample, python=python, timeout=timeout, root=root, prefix=prefix, isolation="split")
+    if result.outcome.phase != samples.UNSPLITTABLE:
+        return result
+    shared = _run_once(problem, sample, python=python, timeout=timeout, root=root, prefix=prefix, isolation="shared")
+    return SampleResult(sample, shared.outcome, result.wall_time + shared.wall_time, result.cpu + shared.cpu)
+
+
+def _run_once(problem: Problem, sample: Sample, *, python: str, timeout: float, root: Path, prefix: Sequence[str],
+              isolation: str) -> SampleResult:  # fmt: skip
+    from .sample_harness import harness_files, process_timeout
     from .testrun import run_process
     from .workspace import base_env
 
@@ -160,7 +175,7 @@ def run_sample(problem: Problem, sample: Sample, *, python: str, timeout: float,
         for directory in (run, run / "home", run / "tmp"):
             directory.mkdir()
         key = secrets.token_hex(32)
-        for name, text in samples.harness_files(problem, sample, timeout, key).items():
+        for name, text in harness_files(problem, sample, timeout, key, isolation).items():
             descriptor = os.open(run / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # the key is for this run only
             with open(descriptor, "w", encoding="utf-8") as handle:
                 handle.write(text)
@@ -170,7 +185,7 @@ def run_sample(problem: Problem, sample: Sample, *, python: str, timeout: float,
         log = work / "output.log"
         try:
             code, timed_out, wall, cpu = run_process([*prefix, python, str(run / "harness.py")], cwd=run, env=env,
-                                                     timeout=samples.process_timeout(problem, timeout), log=log)  # fmt: skip
+                                                     timeout=process_timeout(problem, timeout), log=log)  # fmt: skip
         except OSError as exc:
             return SampleResult(sample, Outcome("infrastructure", f"cannot start {python}: {exc}", "startup"))
         text = log.read_bytes().decode("utf-8", "replace")
@@ -178,6 +193,17 @@ def run_sample(problem: Problem, sample: Sample, *, python: str, timeout: float,
         return SampleResult(sample, outcome, wall, cpu)
     finally:
         _remove(work)
+
+
+def undumpable() -> bool:
+    """Make this process undumpable (Linux): a sample's process that shares its user then cannot
+    read its memory or open its files through /proc. False where that is not possible."""
+    try:
+        import ctypes
+
+        return bool(ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) == 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        return False
 
 
 def run_samples(problems: Sequence[Problem], to_run: Sequence[Sample], *, python: str, timeout: float, workers: int,
@@ -192,6 +218,7 @@ def run_samples(problems: Sequence[Problem], to_run: Sequence[Sample], *, python
 
     by_id = {p.task_id: p for p in problems}
     prefix = isolation_prefix(network=False)
+    undumpable()
     results: dict[int, SampleResult] = {}
     allow_runs()
     with tempfile.TemporaryDirectory(prefix="objective-samples-") as root:
@@ -348,13 +375,15 @@ def render(report: dict[str, Any], out: str | None) -> None:
                       *(_rate(row["pass_hat_k"][str(k)]) for k in ks))  # fmt: skip
     console.print(table)
     summary = Table(title="mean per benchmark style, over the problems where defined (never across styles)")
-    for column in ("benchmark", "problems", "samples", "passed", "k", "pass@k", "pass^k", "defined", "undefined (n < k)"):
+    for column in ("benchmark", "problems", "samples", "passed", "hostile-resistant", "k", "pass@k", "pass^k", "defined",
+                   "undefined (n < k)"):  # fmt: skip
         summary.add_column(column)
     for entry in report["summaries"]:
         for index, metric in enumerate(entry["metrics"]):
             first = index == 0
             summary.add_row(entry["benchmark"] if first else "", str(entry["problems"]) if first else "",
                             str(entry["samples"]) if first else "", str(entry["passed"]) if first else "",
+                            ("yes" if entry["hostile_resistant"] else "no") if first else "",
                             str(metric["k"]), _rate(metric["pass_at_k"]), _rate(metric["pass_hat_k"]),
                             str(metric["defined"]), str(metric["undefined"]))  # fmt: skip
     console.print(summary)

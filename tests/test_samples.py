@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from pytest_objective_scoring import cli, samples, samples_commands
+from pytest_objective_scoring import cli, sample_harness, samples, samples_commands
 from pytest_objective_scoring.samples import (
     Outcome,
     Problem,
@@ -371,11 +371,15 @@ def test_normalize_output_and_the_harness_uses_the_very_same_function() -> None:
     assert normalize_output("a  \r\nb\t\n\n\n") == "a\nb"
     assert normalize_output("  x\n\ny") == "  x\n\ny"  # leading whitespace and inner blank lines count
     assert normalize_output("1.0") != normalize_output("1")  # no numeric tolerance
-    source = samples.harness_source()
+    source = sample_harness.harness_source()
     import inspect
 
     assert inspect.getsource(normalize_output) in source
     compile(source, "harness.py", "exec")
+    for function in (sample_harness.encode_plain, sample_harness.decode_plain, sample_harness.describe_exception):
+        assert inspect.getsource(function) in source and inspect.getsource(function) in sample_harness.server_source()
+    compile(sample_harness.server_source(), "server.py", "exec")
+    assert f'PREFIX = "{samples.PREFIX}"' in source
 
 
 # --- the report ------------------------------------------------------------------------------------
@@ -458,16 +462,19 @@ def test_every_fixture_sample_gets_its_expected_status_and_exact_metrics(tmp_pat
     assert got == {task: [status for status, _ in rows] for task, rows in expected.items()}
     details = {(row["task_id"], s["index"]): s["detail"] for row in report["problems"] for s in row["samples"]}
     assert "before its checks finished" in details["FX-HumanEval/0", 3]  # sys.exit(0) at import
-    assert "forged" in details["FX-HumanEval/1", 4]  # a printed, unsigned verdict line
-    assert "an exit status of 0 alone is never a pass" in details["FX-HumanEval/1", 5]  # os._exit(0) in a check
-    assert "replaced builtins.abs" in details["601", 3]
+    assert "ended before answering the checker" in details["FX-HumanEval/0", 4]  # no signer in its process to find
+    assert "Anything object is not plain data" in details["FX-HumanEval/0", 5]  # an always-equal list subclass
+    assert "ended before answering the checker" in details["FX-HumanEval/1", 4]  # a printed verdict line, then exit 0
+    assert "ended before answering the checker" in details["FX-HumanEval/1", 5]  # os._exit(0) in a check
+    assert details["601", 3].startswith("AssertionError")  # its builtins.abs is not the checker's
+    assert "SampleObject" not in details["601", 4] and "is not plain data" in details["601", 4]
     assert "skipped" in details["FX-BigCodeBench/0", 3]
     assert "ModuleNotFoundError" in details["FX-BigCodeBench/0", 4]
     assert "runtime error (exit code 1): RuntimeError: boom" in details["FX-LiveCodeBench/2", 3]
     assert report["infrastructure_failures"] == [] and report["status"] == "complete"
     # and the metrics are exact
     counts = {row["task_id"]: (row["n"], row["c"]) for row in report["problems"]}
-    assert counts == {"FX-HumanEval/0": (4, 2), "FX-HumanEval/1": (6, 1), "601": (4, 2), "FX-BigCodeBench/0": (5, 2),
+    assert counts == {"FX-HumanEval/0": (6, 2), "FX-HumanEval/1": (6, 1), "601": (5, 2), "FX-BigCodeBench/0": (5, 2),
                       "FX-LiveCodeBench/1": (2, 1), "FX-LiveCodeBench/2": (7, 2)}  # fmt: skip
     for row in report["problems"]:
         n, c = row["n"], row["c"]
@@ -478,7 +485,7 @@ def test_every_fixture_sample_gets_its_expected_status_and_exact_metrics(tmp_pat
     by_style = {s["style"]: s for s in report["summaries"]}
     assert set(by_style) == {"humaneval", "mbpp", "bigcodebench", "livecodebench"}  # never averaged together
     humaneval = by_style["humaneval"]["metrics"]
-    assert humaneval[0]["pass_at_k"] == pytest.approx((2 / 4 + 1 / 6) / 2)
+    assert humaneval[0]["pass_at_k"] == pytest.approx((2 / 6 + 1 / 6) / 2)
     assert humaneval[2] == {"k": 10, "pass_at_k": None, "pass_hat_k": None, "defined": 0, "undefined": 2}
     assert report["gating"]["applied"] is False and "no gating applied" in report["gating"]["note"]
     assert report["settings"]["timeout"] == 3.0 and report["metric_space"] == "pass_at_k"
@@ -552,8 +559,8 @@ def test_each_sample_runs_in_its_own_isolated_subprocess(tmp_path: Path, monkeyp
              " 'pid': os.getpid(), 'online': online}\n")  # fmt: skip
     asserts = ["assert facts()['secret'] is False", "assert facts()['home'].startswith(facts()['cwd'])",
                f"assert facts()['pid'] != {os.getpid()}"]  # fmt: skip
-    if pid_isolation():
-        asserts.append("assert facts()['pid'] == 1")
+    if pid_isolation():  # PID 1 of the namespace is the checker (the harness); the sample's process is its child
+        asserts.append("assert facts()['pid'] != 1 and b'harness.py' in open('/proc/1/cmdline', 'rb').read()")
     if network_isolation():
         asserts.append("assert facts()['online'] is False")
     problem = Problem(task_id="iso", style="mbpp", where="t:1", asserts=tuple(asserts))

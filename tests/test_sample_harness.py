@@ -1,0 +1,259 @@
+"""The sample harness (issue 7): plain data across processes, and samples that attack their checker.
+
+HumanEval and MBPP samples run in a process of their own; the checks run in the checker, which
+never runs the sample's code. These tests pin the codec that is the only thing crossing between
+the two, then run real samples that try to forge, fake or escape their verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_objective_scoring import sample_harness, samples_commands
+from pytest_objective_scoring.sample_harness import (
+    decode_plain,
+    encode_plain,
+    imported_modules,
+    sample_names,
+)
+from pytest_objective_scoring.samples import Problem, Sample, build_report
+from pytest_objective_scoring.testrun import isolation_prefix
+
+
+def confinable() -> bool:
+    """Whether this machine gives a process its own user and mount namespaces (what 'separate' needs)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        return subprocess.run(["unshare", "--user", "--mount", "true"], check=False, capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+CONFINED = "separate" if confinable() else "separate-unconfined"
+
+
+# --- the codec ------------------------------------------------------------------------------------
+
+
+PLAIN = [None, True, False, 0, -5, 10**5000, 2.5, -0.0, float("inf"), 1e-300, 3 + 4j, "", "ü\n\0", b"\x00\xff",
+         [1, [2, (3, "x")]], (), (1,), {1, 2}, frozenset({"a"}), {"k": [1], 2: (None,), (1, 2): b"v"}]  # fmt: skip
+
+
+@pytest.mark.parametrize("value", PLAIN, ids=[type(v).__name__ + str(i) for i, v in enumerate(PLAIN)])
+def test_plain_data_round_trips_exactly_through_json(value: Any) -> None:
+    back = decode_plain(json.loads(json.dumps(encode_plain(value))))
+    assert back == value and type(back) is type(value)
+    if isinstance(value, float):
+        assert math.copysign(1, back) == math.copysign(1, value)
+
+
+def test_nan_round_trips() -> None:
+    assert math.isnan(decode_plain(json.loads(json.dumps(encode_plain(float("nan"))))))
+
+
+class Always(list):  # type: ignore[type-arg]
+    def __eq__(self, other: object) -> bool:
+        return True
+
+
+class Flag(int):
+    pass
+
+
+@pytest.mark.parametrize("value", [Always(), Flag(1), [Flag(1)], {"k": Always()}, object(), len, iter([1])])
+def test_only_exact_builtin_types_are_plain_data(value: Any) -> None:
+    """A subclass could carry the sample's own __eq__: it is never plain data."""
+    with pytest.raises(TypeError, match="is not plain data"):
+        encode_plain(value)
+    assert encode_plain(value, ref=lambda obj: 7) == {"ref": 7} or isinstance(value, (list, dict))
+
+
+def test_deep_nesting_is_refused_not_a_crash() -> None:
+    deep: list[Any] = []
+    for _ in range(150):
+        deep = [deep]
+    with pytest.raises(ValueError, match="nested"):
+        encode_plain(deep)
+
+
+@pytest.mark.parametrize("data", [3, 2.5, [1], {"int": 5}, {"list": "x"}, {"dict": [[1]]}, {"what": 1},
+                                  {"int": "1", "float": "2"}, {"ref": 1}])  # fmt: skip
+def test_decode_refuses_anything_but_the_encoding(data: Any) -> None:
+    with pytest.raises(ValueError):
+        decode_plain(data)
+
+
+def test_names_the_checks_take_from_the_sample_and_modules_they_import() -> None:
+    he = Problem(task_id="T", style="humaneval", where="p:1", prompt="import math\ndef helper(x):\n    return x\n"
+                 "def f(x):\n    '''doc'''\n", entry_point="f",
+                 test="def check(candidate):\n    import random, copy\n    assert candidate(helper(1)) == abs(-1)\n")  # fmt: skip
+    assert sample_names(he) == ["candidate", "f", "helper"]  # builtins (abs) never; prompt names filtered by the checker
+    assert imported_modules(he) == ["copy", "math", "random"]
+    mbpp = Problem(task_id="7", style="mbpp", where="p:2", asserts=("assert max_chain(Pair(1, 2)) == 1",),
+                   imports=("from os import path",))  # fmt: skip
+    assert sample_names(mbpp) == ["Pair", "max_chain"] and imported_modules(mbpp) == ["os"]
+
+
+# --- real runs ------------------------------------------------------------------------------------
+
+
+def run(problem: Problem, text: str, tmp_path: Path, kind: str = "solution", timeout: float = 10) -> Any:
+    sample = Sample(problem.task_id, 0, 1, kind, text)  # type: ignore[arg-type]
+    return samples_commands.run_sample(problem, sample, python=sys.executable, timeout=timeout, root=tmp_path,
+                                       prefix=isolation_prefix(network=False)).outcome  # fmt: skip
+
+
+def mbpp(*asserts: str, setup: str = "", imports: tuple[str, ...] = ()) -> Problem:
+    return Problem(task_id="m", style="mbpp", where="t:1", asserts=asserts, test=setup, imports=imports)
+
+
+PAIR = "class Pair:\n    def __init__(self, a, b):\n        self.a, self.b = a, b\n\n\n" \
+       "def chain(pairs):\n    pairs = sorted(pairs, key=lambda p: p.b)\n    count, end = 0, None\n" \
+       "    for p in pairs:\n        if end is None or p.a > end:\n            count, end = count + 1, p.b\n    return count\n"
+
+
+@pytest.mark.slow
+def test_objects_that_are_not_plain_data_go_back_to_the_sample_as_handles(tmp_path: Path) -> None:
+    """MBPP 601's pattern: the asserts build the sample's own objects and pass them back to it."""
+    problem = mbpp("assert chain([Pair(5, 24), Pair(15, 25), Pair(27, 40), Pair(50, 60)]) == 3")
+    outcome = run(problem, PAIR, tmp_path)
+    assert (outcome.status, outcome.isolation) == ("passed", CONFINED), outcome
+    peek = mbpp("assert Pair(1, 2).a == 1")  # inspecting one is refused: its attributes are the sample's to fake
+    outcome = run(peek, PAIR, tmp_path)
+    assert outcome.status == "failed" and "is not plain data" in outcome.detail
+
+
+@pytest.mark.slow
+def test_exceptions_keep_their_builtin_type_and_results_their_exact_value(tmp_path: Path) -> None:
+    problem = Problem(task_id="h", style="humaneval", where="t:1", prompt="def f(x, scale=1):\n    '''doc'''\n",
+                      entry_point="f", test="def check(candidate):\n    assert candidate(2, scale=3) == (6, 2 ** 200, 0.5)\n"
+                      "    try:\n        candidate(-1)\n    except ValueError as exc:\n        assert 'negative' in str(exc)\n"
+                      "    else:\n        raise AssertionError('no ValueError')\n")  # fmt: skip
+    good = "    if x < 0:\n        raise ValueError('negative input')\n    return (x * scale, 2 ** 200, x / 4)\n"
+    assert run(problem, good, tmp_path, kind="completion").status == "passed"
+    as_list = "    if x < 0:\n        raise ValueError('negative')\n    return [x * scale, 2 ** 200, x / 4]\n"
+    assert run(problem, as_list, tmp_path, kind="completion").status == "failed"  # a list is not the tuple expected
+    wrong_error = "    if x < 0:\n        raise KeyError('negative')\n    return (x * scale, 2 ** 200, x / 4)\n"
+    outcome = run(problem, wrong_error, tmp_path, kind="completion")
+    assert outcome.status == "failed" and "KeyError" in outcome.detail
+
+
+@pytest.mark.slow
+def test_the_problems_own_helpers_come_from_its_prompt_never_from_the_sample(tmp_path: Path) -> None:
+    """HumanEval/38: check encodes with the prompt's encode_cyclic; a sample redefining it to the
+    identity (with an identity decoder) must not pass."""
+    prompt = ("def encode(s):\n    return s[::-1]\n\n\ndef decode(s):\n    '''Undo encode.'''\n")
+    problem = Problem(task_id="h38", style="humaneval", where="t:1", prompt=prompt, entry_point="decode",
+                      test="def check(candidate):\n    assert candidate(encode('abc')) == 'abc'\n")  # fmt: skip
+    assert run(problem, "    return s[::-1]\n", tmp_path, kind="completion").status == "passed"
+    cheat = "def encode(s):\n    return s\n\n\ndef decode(s):\n    return s\n"
+    assert run(problem, cheat, tmp_path).status == "failed"
+
+
+@pytest.mark.slow
+def test_checks_that_need_the_sample_in_their_process_run_shared_and_say_so(tmp_path: Path) -> None:
+    """Setup code whose objects are not plain data: the benchmark's own way (shared), labelled."""
+    problem = mbpp("assert total(Node(1, Node(2, None))) == 3",
+                   setup="class Node:\n    def __init__(self, value, next):\n        self.value, self.next = value, next\n")
+    good = "def total(node):\n    return 0 if node is None else node.value + total(node.next)\n"
+    passed = run(problem, good, tmp_path)
+    assert (passed.status, passed.isolation) == ("passed", "shared"), passed
+    failed = run(problem, "def total(node):\n    return 0\n", tmp_path)
+    assert (failed.status, failed.isolation) == ("failed", "shared")
+    results = [samples_commands.SampleResult(Sample("m", i, i + 1, "solution", ""), o) for i, o in enumerate((passed, failed))]
+    report = build_report([problem], [r.sample for r in results], results, [1], None)
+    assert report["problems"][0]["isolation"] == {"separate": 0, "separate-unconfined": 0, "shared": 2}
+    assert report["summaries"][0]["hostile_resistant"] is False
+    assert any(note.startswith("MBPP: 2 sample(s) ran in the checker's own process") for note in report["notes"])
+
+
+FORGE = ("import gc, os\n\n\ndef f(x):\n    return None\n\n\nfor found in gc.get_objects():\n"
+         "    if type(found).__name__ == 'function' and found.__name__ == 'emit' and found.__closure__:\n"
+         "        found('passed', {'checks': 1})\nos._exit(0)\n")  # fmt: skip
+FORGE_PROBLEM = Problem(task_id="forge", style="humaneval", where="t:1", prompt="", entry_point="f",
+                        test="def check(candidate):\n    assert candidate(1) == 2\n")  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_sample_cannot_sign_its_own_verdict_when_split_and_could_when_shared(tmp_path: Path) -> None:
+    """The reason for the split, shown both ways: in the checker's process (BigCodeBench's way) the
+    sample finds the signer and forges a pass; in its own process there is nothing to find."""
+    split = run(FORGE_PROBLEM, FORGE, tmp_path)
+    assert split.status == "failed" and split.isolation == CONFINED
+    sample = Sample("forge", 0, 1, "solution", FORGE)
+    shared = samples_commands._run_once(FORGE_PROBLEM, sample, python=sys.executable, timeout=10, root=tmp_path,
+                                        prefix=[], isolation="shared").outcome  # fmt: skip
+    assert (shared.status, shared.isolation) == ("passed", "shared")  # the forged verdict: why 'shared' is labelled
+    rows = build_report([FORGE_PROBLEM], [sample], [samples_commands.SampleResult(sample, shared)], [1], None)
+    assert rows["summaries"][0]["hostile_resistant"] is False
+    assert any("could forge such a verdict" in note for note in rows["notes"])
+
+
+ATTACKS = """import os
+
+
+def attacks():
+    checker, found = os.getppid(), {}
+    for name, path, mode in (("memory", "/proc/%d/mem" % checker, "rb"), ("report", "/proc/%d/fd/1" % checker, "ab"),
+                             ("environ", "/proc/%d/environ" % checker, "rb")):
+        try:
+            open(path, mode).close()
+            found[name] = True
+        except OSError:
+            found[name] = False
+    for name, directory in (("stdlib", os.path.dirname(os.__file__)), ("grader", GRADER), ("run", os.path.dirname(os.getcwd()))):
+        target = os.path.join(directory, "objective-probe-%d" % os.getpid())
+        try:
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            os.unlink(target)
+            found[name] = True
+        except OSError:
+            found[name] = False
+    try:
+        with open("scratch.txt", "w") as handle:
+            handle.write("mine")
+        found["own"] = open("scratch.txt").read() == "mine"
+    except OSError:
+        found["own"] = False
+    return found
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not confinable(), reason="needs user and mount namespaces (Linux): the grader labels such runs "
+                    "separate-unconfined instead, which test_confinement_is_reported covers")  # fmt: skip
+def test_the_sample_cannot_reach_its_checker_or_change_any_file_but_its_own(tmp_path: Path) -> None:
+    grader = str(Path(samples_commands.__file__).parent)
+    problem = mbpp("assert attacks() == {'memory': False, 'report': False, 'environ': False, 'stdlib': False, "
+                   "'grader': False, 'run': False, 'own': True}")  # fmt: skip
+    outcome = run(problem, ATTACKS.replace("GRADER", repr(grader)), tmp_path)
+    assert (outcome.status, outcome.isolation) == ("passed", "separate"), outcome
+
+
+@pytest.mark.slow
+def test_confinement_is_reported_with_every_outcome(tmp_path: Path) -> None:
+    outcome = run(mbpp("assert f() == 1"), "def f():\n    return 1\n", tmp_path)
+    assert (outcome.status, outcome.isolation) == ("passed", CONFINED)
+    assert outcome.to_dict()["isolation"] == CONFINED
+
+
+@pytest.mark.slow
+def test_the_harness_runs_on_python_3_9_too(tmp_path: Path) -> None:
+    python = "/root/.pyenv/versions/3.9.18/bin/python"
+    if not os.path.exists(python):
+        pytest.skip("no Python 3.9 on this machine")
+    problem = mbpp("assert chain([Pair(5, 24), Pair(15, 25), Pair(27, 40), Pair(50, 60)]) == 3")
+    sample = Sample("m", 0, 1, "solution", PAIR)
+    outcome = samples_commands.run_sample(problem, sample, python=python, timeout=20, root=tmp_path,
+                                          prefix=isolation_prefix(network=False)).outcome  # fmt: skip
+    assert (outcome.status, outcome.isolation) == ("passed", CONFINED), outcome
+    assert sample_harness.SPLIT_STYLES == ("humaneval", "mbpp")
