@@ -11,7 +11,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Final, Sequence
 
 from . import __version__, options
 
@@ -459,7 +459,11 @@ def build_parser() -> argparse.ArgumentParser:
         action.add_argument("--ledger", metavar="PATH", default=None, help=f"The ledger (default: {DEFAULT_LEDGER})")
         if name == "export":
             action.add_argument("--out", metavar="FILE", help="Write to FILE instead of standard output")
-        else:
+        if name == "show":
+            action.add_argument("--kind", metavar="KIND", default="score",
+                                help="Which entries: score (graded runs, the default), another kind (samples_run, "
+                                "sample_problem, harbor, batch, ...) or all")  # fmt: skip
+        if name != "export":
             action.add_argument("--json", action="store_true", help="Print the result as JSON")
         action.set_defaults(handler=handler)
     gb = sub.add_parser("grade-batch", help="Grade a predictions file against a dataset, in parallel or on a cluster",
@@ -549,30 +553,66 @@ def cmd_ledger_export(args: argparse.Namespace) -> int:
     return 0
 
 
+SUMMARY_KEYS: Final = ("task_id", "task", "instance_id", "harness", "style", "mode", "n", "c", "status", "reward",
+                       "solved", "verdict")  # fmt: skip
+
+
+def entry_summary(data: Any) -> str:
+    """The fields of an entry's body a person looks for first, as ``key=value`` (any kind of entry)."""
+    if not isinstance(data, dict):
+        return ""
+    return " ".join(f"{key}={data[key]}" for key in SUMMARY_KEYS if data.get(key) is not None)[:120]
+
+
 def cmd_ledger_show(args: argparse.Namespace) -> int:
     from .ledger import Ledger
 
     rows = []
+    kinds: dict[str, int] = {}
     with Ledger(_ledger_path(args)) as ledger:
-        for entry in ledger.entries("score"):
+        for entry in ledger.entries(None if args.kind in ("score", "all") else args.kind):
+            kinds[entry.kind] = kinds.get(entry.kind, 0) + 1
             data = entry.data
-            score = data.get("score") or {}
-            rows.append({"seq": entry.seq, "created": entry.created, "source": data.get("source"),
-                         "instance_id": data.get("instance_id"), "resolved": score.get("resolved", data.get("status")),
-                         "failure_class": data.get("failure_class"), "patch_ref": data.get("patch_ref")})  # fmt: skip
+            if args.kind == "score" and entry.kind != "score":
+                continue
+            if entry.kind == "score":
+                score = data.get("score") or {}
+                rows.append({"seq": entry.seq, "kind": entry.kind, "created": entry.created, "source": data.get("source"),
+                             "instance_id": data.get("instance_id"), "resolved": score.get("resolved", data.get("status")),
+                             "failure_class": data.get("failure_class"), "patch_ref": data.get("patch_ref"),
+                             "benchmark": data.get("benchmark"), "metric_space": data.get("metric_space")})  # fmt: skip
+            else:
+                body = data if isinstance(data, dict) else {}
+                rows.append({"seq": entry.seq, "kind": entry.kind, "created": entry.created,
+                             "benchmark": body.get("benchmark"), "metric_space": body.get("metric_space"),
+                             "summary": entry_summary(body)})  # fmt: skip
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return 0
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"graded runs in {_ledger_path(args)}")
-    for column in ("seq", "created", "source", "instance", "resolved", "failure class", "patch"):
+    console = Console() if Console().is_terminal else Console(width=140)
+    if args.kind == "score":
+        table = Table(title=f"graded runs in {_ledger_path(args)}")
+        for column in ("seq", "created", "source", "instance", "resolved", "failure class", "patch"):
+            table.add_column(column, overflow="fold")
+        for row in rows:
+            table.add_row(str(row["seq"]), row["created"], str(row["source"]), str(row["instance_id"]),
+                          str(row["resolved"]), str(row["failure_class"] or "-"), str(row["patch_ref"])[:23])  # fmt: skip
+        console.print(table)
+        others = {kind: count for kind, count in sorted(kinds.items()) if kind != "score"}
+        if others:
+            listed = ", ".join(f"{count} {kind}" for kind, count in others.items())
+            console.print(f"also in this ledger: {listed} (ledger show --kind KIND, or --kind all)", highlight=False)
+        return 0
+    table = Table(title=f"{args.kind} entries in {_ledger_path(args)}")
+    for column in ("seq", "created", "kind", "benchmark", "metric space", "summary"):
         table.add_column(column, overflow="fold")
     for row in rows:
-        table.add_row(str(row["seq"]), row["created"], str(row["source"]), str(row["instance_id"]),
-                      str(row["resolved"]), str(row["failure_class"] or "-"), str(row["patch_ref"])[:23])  # fmt: skip
-    console = Console() if Console().is_terminal else Console(width=140)
+        summary = row.get("summary") or f"instance_id={row.get('instance_id')} resolved={row.get('resolved')}"
+        table.add_row(str(row["seq"]), row["created"], row["kind"], str(row.get("benchmark") or "-"),
+                      str(row.get("metric_space") or "-"), summary)  # fmt: skip
     console.print(table)
     return 0
 

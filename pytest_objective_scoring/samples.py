@@ -735,3 +735,24 @@ def build_report(problems: Sequence[Problem], samples: Sequence[Sample], results
         "notes": notes,
         "status": "infrastructure_failure" if infra else "complete",
     }
+
+
+# --- the ledger -----------------------------------------------------------------------------------
+
+RUN_KIND: Final = "samples_run"
+PROBLEM_KIND: Final = "sample_problem"
+
+
+def ledger_items(report: Mapping[str, Any], benchmark: str | None) -> list[tuple[str, Any]]:
+    """A graded run as ledger entries, written in one transaction: a ``samples_run`` entry (files,
+    settings, gating, the per-style summaries) and one ``sample_problem`` entry per counted problem
+    (its n, c, pass@k, pass^k and every sample's outcome), which names the run's seq. Each carries
+    its metric space and benchmark, so nothing reading the ledger can mix them with other benchmarks."""
+    head = {key: value for key, value in report.items() if key != "problems"}
+    head["benchmark"] = benchmark
+    items: list[tuple[str, Any]] = [(RUN_KIND, lambda _: head)]
+    for row in report["problems"]:
+        label = benchmark or STYLE_NAMES[row["style"]]
+        items.append((PROBLEM_KIND, lambda written, row=row, label=label: {
+            "run_seq": written[0].seq, "metric_space": report["metric_space"], "benchmark": label, **row}))
+    return items

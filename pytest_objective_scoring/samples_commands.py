@@ -55,8 +55,11 @@ is an infrastructure failure, kept apart and never counted as a sample's failure
 
 pass@k is the unbiased estimator, pass^k = C(c,k)/C(n,k) (tau-bench); both are null when a
 problem has fewer than k samples. Means are per benchmark style, over the problems where they
-are defined. Exit status: 0 graded, 2 bad input, 3 infrastructure failure.
+are defined. The run is appended to the ledger (a samples_run entry and one sample_problem
+entry per problem; --ledger PATH, --no-ledger). Exit status: 0 graded, 2 bad input, 3
+infrastructure failure.
 """
+DEFAULT_LEDGER = Path(".objective-scoring") / "ledger.sqlite"
 
 
 def _ks(value: str) -> list[int]:
@@ -104,8 +107,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument("--workers", metavar="N", type=_workers, default=1, help="Samples run at once (default: 1)")
     parser.add_argument("--python", metavar="PATH", default=sys.executable,
                         help="Interpreter that runs the samples (default: this one)")  # fmt: skip
+    parser.add_argument("--benchmark", metavar="NAME", default=None,
+                        help="Name the benchmark in the ledger (default: each problem's style, e.g. 'MBPP')")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="Print the report as JSON instead of tables")
     parser.add_argument("--out", metavar="FILE", help="Write the JSON report to FILE")
+    options.add_ledger_options(parser.add_argument, prefix="")
     parser.set_defaults(handler=cmd_grade_samples)
 
 
@@ -303,7 +309,16 @@ def cmd_grade_samples(args: argparse.Namespace) -> int:
                      "pid_namespace": bool(pid_isolation())},
         **body,
         "wall_time": round(time.perf_counter() - started, 3),
+        "benchmark": args.benchmark,
+        "ledger": None,
     }
+    if not args.no_ledger:
+        from .ledger import Ledger
+
+        path = Path(args.ledger) if args.ledger else DEFAULT_LEDGER
+        with Ledger(path) as ledger:
+            written = ledger.append_linked(samples.ledger_items(report, args.benchmark))
+        report["ledger"] = {"path": str(path), "run_seq": written[0].seq, "last_seq": written[-1].seq}
     if args.out:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -413,3 +428,6 @@ def render(report: dict[str, Any], out: str | None) -> None:
             console.print(f"  {item['task_id']} #{item['index']} (line {item['line']}): {item['detail']}", highlight=False, markup=False)
     if out:
         console.print(f"report written to: {out}", highlight=False)
+    if report.get("ledger"):
+        ledger = report["ledger"]
+        console.print(f"ledger: entries {ledger['run_seq']}..{ledger['last_seq']} appended to {ledger['path']}", highlight=False)

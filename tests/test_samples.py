@@ -77,7 +77,9 @@ def write_jsonl(path: Path, rows: list[Any]) -> Path:
 
 
 def grade_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest_objective_scoring", "grade-samples", *args],
+    """The command in a subprocess; without a ledger unless the test names one (never the repository's)."""
+    quiet = [] if "--ledger" in args else ["--no-ledger"]
+    return subprocess.run([sys.executable, "-m", "pytest_objective_scoring", "grade-samples", *args, *quiet],
                           capture_output=True, text=True, timeout=300, cwd=ROOT, env=env, check=False)  # fmt: skip
 
 
@@ -606,3 +608,38 @@ def _harnesses(root: Path) -> list[str]:
         if str(root) in command and "harness.py" in command and "unshare" not in command:
             found.append(command)
     return found
+
+
+@pytest.mark.slow
+def test_a_graded_run_is_recorded_in_the_ledger_in_its_own_metric_space(tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger.sqlite"
+    done = grade_cli("--problems", str(HUMANEVAL_GZ), "--samples", str(HUMANEVAL_SAMPLES), "--k", "1,2", "--ledger",
+                     str(ledger), "--benchmark", "HumanEval-fixtures", "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["ledger"] == {"path": str(ledger), "run_seq": 1, "last_seq": 3}
+    exported = subprocess.run([sys.executable, "-m", "pytest_objective_scoring", "ledger", "export", "--ledger", str(ledger)],
+                              capture_output=True, text=True, check=True).stdout  # fmt: skip
+    entries = [json.loads(line) for line in exported.splitlines()]
+    assert [e["kind"] for e in entries] == ["samples_run", "sample_problem", "sample_problem"]
+    run, *problems = (e["body"] for e in entries)
+    assert run["metric_space"] == "pass_at_k" and run["benchmark"] == "HumanEval-fixtures" and "problems" not in run
+    assert run["summaries"] == report["summaries"] and run["samples_file"] == report["samples_file"]
+    for body, row in zip(problems, report["problems"]):
+        assert body["run_seq"] == 1 and body["metric_space"] == "pass_at_k" and body["benchmark"] == "HumanEval-fixtures"
+        assert body["samples"] == row["samples"] and (body["n"], body["c"]) == (row["n"], row["c"])
+    verify = subprocess.run([sys.executable, "-m", "pytest_objective_scoring", "ledger", "verify", "--ledger", str(ledger)],
+                            capture_output=True, text=True, check=False)  # fmt: skip
+    assert verify.returncode == 0 and "chain intact" in verify.stdout
+    shown = subprocess.run([sys.executable, "-m", "pytest_objective_scoring", "ledger", "show", "--ledger", str(ledger),
+                            "--kind", "sample_problem", "--json"], capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert [row["summary"].split()[0] for row in json.loads(shown)] == ["task_id=FX-HumanEval/0", "task_id=FX-HumanEval/1"]
+    listed = subprocess.run([sys.executable, "-m", "pytest_objective_scoring", "ledger", "show", "--ledger", str(ledger)],
+                            capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert "also in this ledger: 2 sample_problem, 1 samples_run" in listed
+    costs = subprocess.run([sys.executable, "-m", "pytest_objective_scoring", "costs", "--ledger", str(ledger), "--json"],
+                           capture_output=True, text=True, check=False)  # fmt: skip
+    summary = json.loads(costs.stdout)  # pass@k runs are never ranked with resolve rates
+    assert (summary["runs"], summary["benchmarks"], summary["metric_space"]) == (0, [], "binary_resolved")
+    quiet = grade_cli("--problems", str(HUMANEVAL_GZ), "--samples", str(HUMANEVAL_SAMPLES), "--no-ledger", "--json")
+    assert quiet.returncode == 0 and json.loads(quiet.stdout)["ledger"] is None
