@@ -36,6 +36,7 @@ from .samples import (
     STDIN_GRACE,
     Problem,
     Sample,
+    canonical_line,
     normalize_output,
     output_digest,
     program_of,
@@ -169,6 +170,7 @@ import sys
 import time
 import traceback
 import types
+from decimal import Decimal, InvalidOperation
 
 PREFIX = "@objective-sample@"
 OUTPUT_LIMIT = 64 * 1024 * 1024
@@ -819,10 +821,10 @@ def _run_stdin(spec, emit, here):
                 code, timed_out = None, True
         _reap()
         with open(base + ".out", "rb") as handle:
-            output = normalize_output(handle.read(OUTPUT_LIMIT).decode("utf-8", "replace"))
-        digest = hashlib.sha256(output.encode("utf-8")).hexdigest()
+            output = handle.read(OUTPUT_LIMIT).decode("utf-8", "replace")
+        digest = hashlib.sha256(normalize_output(output).encode("utf-8")).hexdigest()
         results.append({"case": index, "exit": code, "timed_out": timed_out, "digest": digest,
-                        "head": output[:200], "stderr": _tail(base + ".err", 400)})
+                        "head": output.strip()[:200], "stderr": _tail(base + ".err", 400)})
         if timed_out or code != 0 or digest != case["digest"]:
             stopped = "failed"
             break
@@ -970,7 +972,8 @@ def _shared_functions() -> str:
 def harness_source() -> str:
     """The checker script: :data:`HARNESS`, the shared functions, the very :func:`normalize_output`
     the grader compares with, and main."""
-    return HARNESS + _shared_functions() + inspect.getsource(normalize_output) + MAIN
+    compare = inspect.getsource(canonical_line) + "\n\n" + inspect.getsource(normalize_output)
+    return HARNESS + _shared_functions() + compare + MAIN
 
 
 @functools.lru_cache(maxsize=1)

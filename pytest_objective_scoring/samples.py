@@ -26,6 +26,7 @@ import pickle
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from decimal import Decimal, InvalidOperation
 from math import comb
 from pathlib import Path
 from typing import Any, Final, Literal, cast
@@ -43,6 +44,7 @@ __all__ = [
     "SampleError",
     "SampleResult",
     "build_report",
+    "canonical_line",
     "fold",
     "gate",
     "load_problems",
@@ -472,12 +474,35 @@ def program_of(problem: Problem, sample: Sample) -> str:
     return sample.text
 
 
+def canonical_line(line: str) -> str:
+    """One stripped output line in the form LiveCodeBench compares: a line whose whitespace-separated
+    tokens are all numbers is the list of their exact decimal values (``1.0``, ``1`` and ``1e0`` are
+    one value; ``-0`` is ``0``; nothing is rounded), any other line (or one with a NaN) is itself."""
+    try:
+        values = [Decimal(token) for token in line.split()]
+    except (InvalidOperation, ValueError):
+        return line
+    if not values or any(value.is_nan() for value in values):
+        return line
+    parts = []
+    for value in values:
+        if value.is_infinite() or value.is_zero():
+            parts.append(str(value) if value.is_infinite() else "0")
+            continue
+        sign, digits, exponent = value.as_tuple()
+        kept, exponent = list(digits), int(exponent)  # finite here: the exponent is a number
+        while kept[-1] == 0:  # exact: trailing zeros move into the exponent, never rounded away
+            kept.pop()
+            exponent += 1
+        parts.append("%s%se%d" % ("-" if sign else "", "".join(map(str, kept)), exponent))  # noqa: UP031 (Python 3.6)
+    return " ".join(parts)
+
+
 def normalize_output(text: str) -> str:
-    """Stdout as compared: line endings unified, trailing whitespace stripped per line, trailing blank lines dropped."""
-    lines = [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
-    while lines and not lines[-1]:
-        lines.pop()
-    return "\n".join(lines)
+    """Stdout as compared, as LiveCodeBench compares it: the whole output stripped and split at
+    newlines, each line stripped and put in :func:`canonical_line` form. Two outputs match when
+    these are equal: the same number of lines, each the same text or the same numbers."""
+    return "\n".join(canonical_line(line.strip()) for line in text.strip().split("\n"))
 
 
 def output_digest(text: str) -> str:
@@ -538,7 +563,7 @@ def _fold_cases(problem: Problem, detail: Mapping[str, Any], timed_out: bool, ti
             tail = str(got.get("stderr") or "").strip().splitlines()
             return Outcome("failed", f"{label}: runtime error ({how})" + (f": {tail[-1][:200]}" if tail else ""), "check")
         if got.get("digest") != output_digest(case.output):
-            return Outcome("failed", f"{label}: wrong answer: expected {_short(normalize_output(case.output))}, "
+            return Outcome("failed", f"{label}: wrong answer: expected {_short(case.output.strip())}, "
                            f"got {_short(got.get('head', ''))}", "check")  # fmt: skip
     return Outcome("passed", f"{len(problem.cases)} case(s) matched", "check")
 

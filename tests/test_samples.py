@@ -369,14 +369,42 @@ def test_read_messages_takes_signed_lines_in_order() -> None:
     assert forged is None and messages == [("ready", {"python": "3.11.7"}), ("passed", {"checks": 3})]
 
 
-def test_normalize_output_and_the_harness_uses_the_very_same_function() -> None:
+def lcb_match(got: str, expected: str) -> bool:
+    """LiveCodeBench's own stdin rule (lcb_runner's grade_stdio), written out independently: the
+    stripped outputs split at newlines, lines stripped, the same count, and each pair of lines equal
+    as text or as lists of Decimal numbers."""
+    from decimal import Decimal, InvalidOperation
+
+    a, b = ([line.strip() for line in text.strip().split("\n")] for text in (got, expected))
+    if len(a) != len(b):
+        return False
+    for left, right in zip(a, b):
+        if left == right:
+            continue
+        try:
+            if [Decimal(t) for t in left.split()] != [Decimal(t) for t in right.split()]:
+                return False
+        except (InvalidOperation, ValueError):
+            return False
+    return True
+
+
+OUTPUTS = ["1", "1.0", "1.00", "01", "1e0", "10", "1e1", "-0", "0", "0.000", "1 2", "1  2", " 1 2 ", "1\n2", "1\n\n2",
+           "1\r\n2\r\n", "2\n1", "x", "x ", "X", "x 1", "x 1.0", "nan", "NaN", "inf", "Infinity", "-inf", "1e-3",
+           "0.001", "1.00000000000000000000000000001", "3.14159", "3.141590", "", "\n", "\n\n", "a b\tc", "a b c",
+           "1_000", "1000", "+5", "5", ".5", "0.5", "1e999999", "1E+999999"]  # fmt: skip
+
+
+def test_output_comparison_is_livecodebench_s_and_the_harness_uses_the_very_same_function() -> None:
+    for got in OUTPUTS:
+        for expected in OUTPUTS:
+            assert (normalize_output(got) == normalize_output(expected)) == lcb_match(got, expected), (got, expected)
     assert normalize_output("a  \r\nb\t\n\n\n") == "a\nb"
-    assert normalize_output("  x\n\ny") == "  x\n\ny"  # leading whitespace and inner blank lines count
-    assert normalize_output("1.0") != normalize_output("1")  # no numeric tolerance
+    assert normalize_output("1.0") == normalize_output("1") and normalize_output("x 1") != normalize_output("x 1.0")
     source = sample_harness.harness_source()
     import inspect
 
-    assert inspect.getsource(normalize_output) in source
+    assert inspect.getsource(normalize_output) in source and inspect.getsource(samples.canonical_line) in source
     compile(source, "harness.py", "exec")
     for function in (sample_harness.encode_plain, sample_harness.decode_plain, sample_harness.describe_exception):
         assert inspect.getsource(function) in source and inspect.getsource(function) in sample_harness.server_source()
