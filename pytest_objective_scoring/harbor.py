@@ -16,9 +16,14 @@ reward where Harbor reads it (``reward.txt``, or ``reward.json`` for named rewar
 with ``solution=True``, grades the task's ``solution/`` as the oracle canary and the
 untouched initial state as the empty canary.
 
-A task that needs a container is never run on the host unless it declares
-``[environment] host_ok = true``: :class:`NeedsContainer` (exit status 3) says what is
-missing instead. ``docs/harbor.md`` documents every convention. Loading, validation,
+A task that needs a container (``environment/Dockerfile``, ``[environment] docker_image``)
+is never run on the host unless it declares ``[environment] host_ok = true``. Where a
+container engine (docker, podman) answers, :class:`TaskContainer` builds its image and runs
+each verification in a container of its own, with this project's recorder mounted read-only
+when the image has pytest and the task's ``tests/test.sh`` otherwise; the container is
+always removed. Without an engine, or for a compose task, :class:`NeedsContainer` (exit
+status 3) says what is missing. :func:`ledger_entry` is what the ledger keeps of a run
+(kind ``harbor``). ``docs/harbor.md`` documents every convention. Loading, validation,
 static test discovery and rewards are pure; this module never imports pytest.
 """
 
@@ -27,7 +32,9 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import math
 import os
+import posixpath
 import re
 import shutil
 import stat
@@ -35,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +64,7 @@ __all__ = [
     "RewardRules",
     "RunOptions",
     "StaticTest",
+    "TaskContainer",
     "TaskError",
     "TaskSpec",
     "Tier",
@@ -63,8 +72,11 @@ __all__ = [
     "check_task",
     "compute_reward",
     "find_engine",
+    "ledger_entry",
     "load_task",
+    "refusal",
     "run_task",
+    "script_reward",
     "static_tests",
     "verify_state",
 ]
@@ -79,7 +91,8 @@ REWARD_KINDS: Final = ("binary", "share")
 NO_TIER: Final = "incomplete"
 ALL_TESTS: Final = "all"
 DEFAULT_TIMEOUT: Final = 600.0  # Harbor's own default for [verifier] timeout_sec
-CONTAINER_FILES: Final = ("Dockerfile", "docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
+COMPOSE_FILES: Final = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
+CONTAINER_FILES: Final = ("Dockerfile", *COMPOSE_FILES)
 BUILD_ONLY: Final = frozenset({*CONTAINER_FILES, ".dockerignore"})
 # Terminal-Bench 1 builds from the task's root: these are the task, not its initial working state.
 TASK_FILES: Final = frozenset({"task.toml", "task.yaml", "instruction.md", "tests", "solution", "solution.sh",
@@ -95,6 +108,23 @@ COPY_SKIP: Final = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".r
 SHADOWING: Final = frozenset({"pytest.py", "_pytest", "pluggy", "py.py", "xdist", "sitecustomize.py",
                               "usercustomize.py", "_objective_scoring_recorder.py"})  # fmt: skip
 OUTPUT_TAIL: Final = 4000
+# Harbor's network modes ([environment], [agent] and [verifier] network_mode; allow_internet is its older spelling)
+NETWORK_MODES: Final = ("public", "no-network", "allowlist")
+PUBLIC: Final = "public"
+NO_NETWORK: Final = "no-network"
+# Inside the container, Harbor's paths (EnvironmentPaths): tests and solution are copied in, rewards are read out.
+C_TESTS: Final = "/tests"
+C_SOLUTION: Final = "/solution"
+C_VERIFIER_LOGS: Final = "/logs/verifier"
+C_TOOLS: Final = "/objective-scoring/tools"  # this project's recorder, bind-mounted read-only
+C_RUN: Final = "/objective-scoring/run"  # where the recorder writes its facts
+C_DEFAULT_WORKDIR: Final = "/app"  # for an image without a WORKDIR
+DEFAULT_BUILD_TIMEOUT: Final = 600.0  # Harbor's default for [environment] build_timeout_sec
+ENGINE_TIMEOUT: Final = 300.0  # one engine command that is not a build, a solution or a verifier
+ENGINE_NETWORKS: Final = {"docker": "bridge", "podman": "podman"}  # each engine's default network
+CONTAINER_LABEL: Final = "objective-scoring.harbor"
+VERIFIER_PLUGIN: Final = "objective-scoring"
+VERIFIER_SCRIPT: Final = "tests/test.sh"
 ENV_VAR: Final = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -184,10 +214,22 @@ class TaskSpec:
     verifier_env: Mapping[str, str] = field(default_factory=dict)
     solution_env: Mapping[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    # Read for runs in a container (the host path never gives the tests network):
+    network: Mapping[str, str] = field(default_factory=lambda: {"agent": PUBLIC, "verifier": PUBLIC})
+    docker_image: str | None = None
+    build_timeout: float | None = None
+    cpus: float | None = None
+    memory_mb: int | None = None
+    benchmark: str | None = None  # [metadata] benchmark: the label summaries group by
 
     @property
     def metric_space(self) -> str:
         return self.rules.metric_space
+
+    @property
+    def compose(self) -> tuple[str, ...]:
+        """The compose files that make this a multi-container task (not run here)."""
+        return tuple(c for c in self.container if c.rsplit("/", 1)[-1] in COMPOSE_FILES)
 
     @property
     def needs_container(self) -> bool:
@@ -223,6 +265,11 @@ class TaskSpec:
             "verifier_timeout": self.verifier_timeout,
             "agent_timeout": self.agent_timeout,
             "rules": self.rules.to_dict(),
+            "network": dict(self.network),
+            "docker_image": self.docker_image,
+            "build_timeout": self.build_timeout,
+            "resources": {"cpus": self.cpus, "memory_mb": self.memory_mb},
+            "benchmark": self.benchmark,
             "notes": list(self.notes),
         }
 
@@ -276,6 +323,23 @@ class _Config:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
             raise self.error(table, key, f"expected a number of seconds > 0, got {value!r}")
         return float(value)
+
+    def choice(self, table: str, key: str, choices: Sequence[str]) -> str | None:
+        value = self.table(table).get(key)
+        if value is None:
+            return None
+        if value not in choices:
+            raise self.error(table, key, f"expected one of {', '.join(map(repr, choices))}, got {value!r}")
+        return str(value)
+
+    def positive(self, table: str, key: str, integer: bool = False) -> float | None:
+        value = self.table(table).get(key)
+        if value is None:
+            return None
+        kinds = (int,) if integer else (int, float)
+        if isinstance(value, bool) or not isinstance(value, kinds) or not value > 0:
+            raise self.error(table, key, f"expected {'an integer' if integer else 'a number'} > 0, got {value!r}")
+        return value
 
     def flag(self, table: str, key: str) -> bool:
         value = self.table(table).get(key, False)
@@ -347,6 +411,17 @@ def _rules(config: _Config) -> RewardRules:
                                "declare only the tiers a run can reach, lowest first")  # fmt: skip
         tiers.append(Tier(str(name), config.names("verifier", f"tiers.{name}", tests, allow_all=True)))
     return RewardRules(kind=str(kind), threshold=threshold, weights=weights, tiers=tuple(tiers))
+
+
+def _network(config: _Config) -> dict[str, str]:
+    """Each phase's network mode, as Harbor reads it: ``[agent]`` / ``[verifier] network_mode``, else
+    ``[environment] network_mode``, else ``allow_internet`` (false: no network), else public."""
+    declared = config.choice("environment", "network_mode", NETWORK_MODES)
+    allow = config.table("environment").get("allow_internet")
+    if allow is not None and not isinstance(allow, bool):
+        raise config.error("environment", "allow_internet", f"expected true or false, got {allow!r}")
+    base = declared or (NO_NETWORK if allow is False else PUBLIC)
+    return {phase: config.choice(phase, "network_mode", NETWORK_MODES) or base for phase in ("agent", "verifier")}
 
 
 def _read_config(path: Path) -> dict[str, Any]:
@@ -460,7 +535,23 @@ def load_task(path: str | Path) -> TaskSpec:
         verifier_env=config.env("verifier"),
         solution_env=config.env("solution"),
         notes=tuple(notes),
+        network=_network(config),
+        docker_image=image,
+        build_timeout=config.seconds("environment", "build_timeout_sec"),
+        cpus=config.positive("environment", "cpus"),
+        memory_mb=_integer(config.positive("environment", "memory_mb", integer=True)),
+        benchmark=_label(config.data.get("metadata"), "benchmark"),
     )
+
+
+def _label(metadata: Any, key: str) -> str | None:
+    """A string of Harbor's free-form ``[metadata]`` (anything else there is not this verifier's business)."""
+    value = metadata.get(key) if isinstance(metadata, Mapping) else None
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def _integer(value: float | None) -> int | None:
+    return None if value is None else int(value)
 
 
 # --------------------------------------------------------------------------------------------
@@ -541,7 +632,11 @@ class EngineStatus:
 
 
 def find_engine(search_path: str | None = None, probe: bool = True) -> EngineStatus:
-    """The first container engine (docker, podman) on PATH and whether it answers ``info``."""
+    """The container engine to use: the first of docker, podman on PATH that answers ``info``.
+
+    When none answers, the status of the first one found says why (and names the others).
+    """
+    failures: list[EngineStatus] = []
     for name in ENGINES:
         found = shutil.which(name, path=search_path)
         if found is None:
@@ -552,24 +647,40 @@ def find_engine(search_path: str | None = None, probe: bool = True) -> EngineSta
             result = subprocess.run([found, "info"], check=False, capture_output=True, text=True, errors="replace",
                                     stdin=subprocess.DEVNULL, timeout=20)  # fmt: skip
         except (OSError, subprocess.SubprocessError) as exc:
-            return EngineStatus(name, found, False, f"{name} is on PATH ({found}) but does not run: {exc}")
+            failures.append(EngineStatus(name, found, False, f"{name} is on PATH ({found}) but does not run: {exc}"))
+            continue
         if result.returncode != 0:
             lines = [line for line in (result.stderr or result.stdout).strip().splitlines() if line.strip()]
             why = lines[-1].strip() if lines else f"exit status {result.returncode}"
-            return EngineStatus(name, found, False, f"{name} is on PATH ({found}) but does not answer: {why}")
+            failures.append(EngineStatus(name, found, False, f"{name} is on PATH ({found}) but does not answer: {why}"))
+            continue
         return EngineStatus(name, found, True, f"{name} at {found} answers")
+    if failures:
+        first = failures[0]
+        return EngineStatus(first.name, first.path, False, "; ".join(f.detail for f in failures))
     return EngineStatus(None, None, False, f"no container engine on PATH (looked for {', '.join(ENGINES)})")
 
 
-def refusal(spec: TaskSpec, engine: EngineStatus) -> str:
-    """Why a task that needs a container is not run here: what it needs and what is missing."""
-    why = ", ".join(spec.container)
-    head = (f"task {spec.name} needs a container ({why}) and does not declare "
+def refusal(spec: TaskSpec, engine: EngineStatus) -> str | None:
+    """Why a task that needs a container is not run here: what it needs and what is missing.
+
+    ``None`` when it is not refused: it needs no container, or it runs in ``engine``'s.
+    """
+    if not spec.needs_container:
+        return None
+    head = (f"task {spec.name} needs a container ({', '.join(spec.container)}) and does not declare "
             f"{spec.key('environment', 'host_ok')} = true; refusing to run its scripts on the host: ")  # fmt: skip
-    if engine.usable:
-        return head + (f"{engine.detail}, but objective-score harbor runs tasks on the host only; run the task "
-                       "with Harbor (harbor run -p TASK_DIR) and grade its outcomes there (docs/harbor.md)")  # fmt: skip
-    return head + engine.detail
+    if spec.compose:
+        return head + (f"{', '.join(spec.compose)} makes it a multi-container (compose) task, and objective-score "
+                       "harbor runs single-container tasks only (a Dockerfile or docker_image); run the task with "
+                       "Harbor (harbor run -p TASK_DIR)")  # fmt: skip
+    allowlist = [phase for phase, mode in spec.network.items() if mode == "allowlist"]
+    if allowlist:
+        return head + (f'network_mode = "allowlist" (the {allowlist[0]} phase) needs a host allowlist that '
+                       "objective-score harbor cannot enforce; run the task with Harbor (harbor run -p TASK_DIR)")  # fmt: skip
+    if not engine.usable:
+        return head + engine.detail
+    return None
 
 
 def check_task(spec: TaskSpec) -> list[Finding]:
@@ -605,6 +716,9 @@ def check_task(spec: TaskSpec) -> list[Finding]:
     if spec.test_script is None:
         findings.append(Finding("warning", script, "missing: Harbor runs it as the verifier (this command runs the "
                                 "pytest tests itself)"))  # fmt: skip
+    elif spec.needs_container:
+        findings.append(Finding("note", script, "run in the container only when its image has no Python with pytest "
+                                "(its reward is read then); otherwise this verifier runs the pytest tests itself"))  # fmt: skip
     else:
         findings.append(Finding("note", script, "not run here: this verifier runs the pytest tests itself, with its "
                                 "own outcome rules, and writes the reward"))  # fmt: skip
@@ -630,8 +744,8 @@ class Reward:
     reward: float
     threshold: float | None
     solved: bool
-    passed: int
-    total: int
+    passed: int | None  # None: the reward came from the task's test script, which names no tests
+    total: int | None
     tier: str | None = None  # the tier reached (NO_TIER for none); None when the task declares no tiers
     tier_rank: int | None = None
     tiers: Mapping[str, bool] = field(default_factory=dict)
@@ -639,8 +753,9 @@ class Reward:
 
     def named(self) -> dict[str, float | int]:
         """The named rewards written to ``reward.json`` (numbers only, as Harbor keeps them)."""
-        data: dict[str, float | int] = {"reward": self.reward, "solved": int(self.solved),
-                                        "tests_passed": self.passed, "tests_total": self.total}  # fmt: skip
+        data: dict[str, float | int] = {"reward": self.reward, "solved": int(self.solved)}
+        if self.passed is not None and self.total is not None:
+            data.update(tests_passed=self.passed, tests_total=self.total)
         if self.tier_rank is not None:
             data["tier"] = self.tier_rank
         return data
@@ -723,6 +838,73 @@ def compute_reward(rules: RewardRules, outcomes: Sequence[tuple[str, bool]]) -> 
         solved = total > 0 and count == total
         reward = 1.0 if solved else 0.0
     return Reward(space, reward, threshold, solved, count, total, tier, rank, tiers, tuple(unmatched))
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def script_reward(rules: RewardRules, logs: Path, script: str = VERIFIER_SCRIPT) -> tuple[Reward | None, str | None]:
+    """The reward a task's own test script wrote to ``logs`` (the container's ``/logs/verifier``),
+    in the task's metric space: ``(reward, None)``, or ``(None, why there is no verdict)``.
+
+    ``reward.json`` is read first, as Harbor does: its ``reward`` (or its only value) is the
+    reward, and ``tier`` (0 to the number of tiers, as this verifier writes it) the tier
+    reached; otherwise ``reward.txt`` holds one number. The reward must be in [0, 1]. A
+    ``tiers`` task needs ``tier``; the script names no tests, so passed and total are unknown.
+    """
+    named: dict[str, Any] = {}
+    json_file, txt_file = logs / REWARD_JSON, logs / REWARD_TXT
+    if json_file.is_file():
+        source = f"{C_VERIFIER_LOGS}/{REWARD_JSON}"
+        text = json_file.read_text(encoding="utf-8", errors="replace")
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            return None, f"{script} wrote {source} that is not JSON ({exc})"
+        if not isinstance(data, dict) or not data or not all(_number(v) for v in data.values()):
+            return None, f"{script} wrote {source}: expected an object of named numbers, got {text.strip()[:80]!r}"
+        named = data
+        if "reward" in data:
+            value = data["reward"]
+        elif len(data) == 1:
+            value = next(iter(data.values()))
+        else:
+            return None, (f"{script} wrote {source} without a 'reward' key (keys: {', '.join(sorted(data))}): which "
+                          "named reward is the task's is not known")  # fmt: skip
+    elif txt_file.is_file():
+        source = f"{C_VERIFIER_LOGS}/{REWARD_TXT}"
+        text = txt_file.read_text(encoding="utf-8", errors="replace").strip()
+        try:
+            value = float(text)
+        except ValueError:
+            return None, f"{script} wrote {source}: expected one number, got {text[:80]!r}"
+    else:
+        return None, f"{script} wrote no reward ({C_VERIFIER_LOGS}/{REWARD_TXT} or {REWARD_JSON})"
+    value = float(value)
+    if not math.isfinite(value) or not 0 <= value <= 1:
+        return None, f"{script} wrote {source}: expected a reward in [0, 1], got {value!r}"
+    space, threshold = rules.metric_space, rules.solved_threshold
+    tier: str | None = None
+    rank: int | None = None
+    tiers: dict[str, bool] = {}
+    if rules.tiers:
+        raw = named.get("tier")
+        if isinstance(raw, int) and not isinstance(raw, bool) and 0 <= raw <= len(rules.tiers):
+            rank = raw
+            tier = rules.tiers[rank - 1].name if rank else NO_TIER
+            tiers = {t.name: index < rank for index, t in enumerate(rules.tiers)}
+        elif space == "tiers":
+            return None, (f"{script} wrote {source} without the tier reached ('tier': 0 to {len(rules.tiers)} in "
+                          f"{REWARD_JSON}): the task's tiers need it, or per-test outcomes (pytest in the image)")  # fmt: skip
+    if space == "tiers":
+        assert rank is not None
+        reward, solved = rank / len(rules.tiers), rank == len(rules.tiers)
+    elif space == "continuous_reward":
+        reward, solved = value, threshold is not None and round(value, 12) >= threshold
+    else:
+        reward, solved = value, value >= 1.0
+    return Reward(space, reward, threshold, solved, None, None, tier, rank, tiers), None
 
 
 # --------------------------------------------------------------------------------------------
@@ -843,10 +1025,8 @@ def _tail(log: Path) -> str:
         return ""
 
 
-def run_solution(spec: TaskSpec, state: Path, workspace: Path, timeout: float) -> dict[str, Any]:
-    """Run the task's solution script in ``state`` (a subprocess: no network, a timeout)."""
-    from .testrun import isolation_prefix, run_process
-
+def _stage_solution(spec: TaskSpec, workspace: Path) -> Path:
+    """A copy of the task's solution (``solution/``; Terminal-Bench 1: ``solution.sh`` alone)."""
     assert spec.solution is not None
     solution = workspace / "solution"
     if spec.layout == "harbor":
@@ -854,7 +1034,34 @@ def run_solution(spec: TaskSpec, state: Path, workspace: Path, timeout: float) -
     else:
         solution.mkdir()
         shutil.copy2(spec.solution, solution / spec.solution.name)
-    script = solution / spec.solution.name
+    return solution
+
+
+def _stage_tests(spec: TaskSpec, area: Path) -> Path:
+    """A copy of the task's ``tests/`` with its own pytest configuration (an empty one when it has none)."""
+    tests = area / "tests"
+    shutil.copytree(spec.tests_dir, tests, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    if not any((tests / name).is_file() for name in PYTEST_CONFIGS):
+        (tests / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    return tests
+
+
+def _stage_tools(workspace: Path) -> Path:
+    """The folder holding the recorder, the one module of this project the test process loads."""
+    from .testrun import RECORDER_MODULE
+
+    tools = workspace / "tools"
+    if not tools.is_dir():
+        tools.mkdir()
+        shutil.copyfile(Path(__file__).with_name("recorder.py"), tools / f"{RECORDER_MODULE}.py")
+    return tools
+
+
+def run_solution(spec: TaskSpec, state: Path, workspace: Path, timeout: float) -> dict[str, Any]:
+    """Run the task's solution script in ``state`` (a subprocess: no network, a timeout)."""
+    from .testrun import isolation_prefix, run_process
+
+    script = _stage_solution(spec, workspace) / spec.solution.name  # type: ignore[union-attr]
     env = _environment(workspace, resolve_env(spec, "solution", spec.solution_env))
     log = workspace / "solve.log"
     command = ["bash", str(script)]
@@ -879,10 +1086,18 @@ class Verification:
     timeout_source: str
     removed: list[str]
     log: Path
+    verifier: str = VERIFIER_PLUGIN  # or VERIFIER_SCRIPT: the task's test script, read for its reward
+    where: str = "host"  # or "container"
+    container: dict[str, Any] | None = None
+    failure_class: str | None = None  # no verdict: "verifier" (timed out, crashed) or "setup" (engine, image)
 
     @property
     def solved(self) -> bool:
         return self.status == "verdict" and self.reward is not None and self.reward.solved
+
+    @property
+    def patch_ref(self) -> str | None:
+        return self.envelope.get("patch_ref")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -890,6 +1105,10 @@ class Verification:
             "state": self.state,
             "status": self.status,
             "no_verdict_reason": self.no_verdict_reason,
+            "failure_class": self.failure_class,
+            "verifier": self.verifier,
+            "where": self.where,
+            "container": self.container,
             "reward": self.reward.to_dict() if self.reward is not None else None,
             "timeout": {"seconds": self.timeout, "source": self.timeout_source},
             "removed_from_copy": self.removed,
@@ -899,35 +1118,132 @@ class Verification:
 
 
 def _no_verdict(timed_out: bool, timeout: float, session: dict[str, Any] | None, tail: str, python: str,
-                copy: Path, records: Mapping[str, Any]) -> str | None:  # fmt: skip
+                copy: Path | str, records: Mapping[str, Any]) -> tuple[str | None, str | None]:  # fmt: skip
+    """Why a run of the tests gives no verdict, and its failure class (``verifier`` or ``setup``)."""
     if timed_out:
-        return f"the verifier timed out after {timeout:g}s"
+        return f"the verifier timed out after {timeout:g}s", "verifier"
     if session is None:
         if "No module named pytest" in tail:
-            return f"pytest is not installed for {python}"
-        return "the test session never finished (no session report: the process died or was killed)"
+            return f"pytest is not installed for {python}", "setup"
+        return "the test session never finished (no session report: the process died or was killed)", "verifier"
     status = session.get("exitstatus")
     reasons: dict[Any, str] = {2: "the test session was interrupted", 3: "pytest stopped with an internal error",
                                4: "pytest was given a usage error", 5: "no tests were collected"}  # fmt: skip
     if status not in (0, 1):
-        return reasons.get(status, f"pytest exited with unexpected status {status}")
-    root = copy.resolve()
+        return reasons.get(status, f"pytest exited with unexpected status {status}"), "verifier"
+    root = Path(copy).resolve() if isinstance(copy, Path) else Path(copy)
     stale = {n: o for n, o in (session.get("module_origins") or {}).items() if o and not Path(o).is_relative_to(root)}
     stale.update(session.get("foreign_modules") or {})
     if stale:
         name, origin = next(iter(stale.items()))
         return (f"the tests imported {name} from {origin}, not from the copy of the working state: another copy "
-                "shadows it on that interpreter's path")  # fmt: skip
+                "shadows it on that interpreter's path"), "setup"  # fmt: skip
     failed = [n for n, r in records.items() if r.any_failed and r.outcome != "tampered"]
     if status == 0 and failed:
-        return f"pytest exited 0 but {len(failed)} test(s) failed or errored, e.g. {failed[0]}"
-    return None
+        return f"pytest exited 0 but {len(failed)} test(s) failed or errored, e.g. {failed[0]}", "verifier"
+    return None, None
+
+
+@dataclass
+class _Ran:
+    """What one run of the task's pytest tests left: its facts, for :func:`_graded`."""
+
+    label: str
+    shown: str
+    run: dict[str, Any]
+    record_file: Path
+    timed_out: bool
+    python: str
+    interpreter: str | None  # the interpreter to digest: one of this machine (None in a container)
+    copy_root: Path | str  # where the working state was, as the test process saw it
+    patch_ref: str
+    removed: list[str]
+    log: Path
+
+
+def _graded(spec: TaskSpec, ran: _Ran, timeout: float, timeout_source: str, **fields: Any) -> Verification:
+    """Grade what the recorder wrote: every test is a FAIL_TO_PASS test of an instance built here."""
+    from .envelope import build_envelope, graded_by
+    from .instances import Instance
+    from .scorer import grade, make_score
+    from .testrun import read_records
+
+    collector, collect_errors, session = read_records(ran.record_file)
+    records = collector.records
+    run = {**ran.run, "pytest_exitstatus": None if session is None else session.get("exitstatus")}
+    reason, failure_class = _no_verdict(ran.timed_out, timeout, session, run["output_tail"], ran.python,
+                                        ran.copy_root, records)  # fmt: skip
+
+    # Every test that ran, every test function of the files that did not, and every file that
+    # failed to collect without a known test: all are FAIL_TO_PASS of an instance built here.
+    ran_ids = [nodeid for nodeid, record in records.items() if record.ran]
+    found, _ = static_tests(spec)
+    ids = list(ran_ids)
+    ids.extend(t.test_id for t in found if not any(t.covers(n) for n in ran_ids))
+    for nodeid, _message in collect_errors:
+        if nodeid and not any(i == nodeid or i.startswith(nodeid + "::") for i in ids):
+            ids.append(nodeid)
+    integrity = [{"kind": "shadowing_file_removed", "detail": f"{path}: would load in place of the verifier"}
+                 for path in ran.removed]  # fmt: skip
+    for nodeid, record in records.items():
+        integrity.extend({"kind": kind, "detail": f"{nodeid} ({when})"} for kind, when in record.flags)
+    patched = (session or {}).get("patched_internals") or []
+    integrity.extend({"kind": "pytest_internals_patched", "detail": detail} for detail in patched)
+    session_info = {"exitstatus": None if session is None else session.get("exitstatus"),
+                    "collect_errors": [{"nodeid": n, "message": m} for n, m in collect_errors]}  # fmt: skip
+    harbor = {"task": spec.name, "label": ran.label, "metric_space": spec.metric_space}
+    extra = {"harbor": harbor, "patch_ref": ran.patch_ref}
+    if not ids:
+        reason = reason or "the task's tests define no test"
+        envelope = build_envelope(instance_id=spec.name, score=None, grading=None, no_verdict=reason,
+                                  session=session_info, integrity=integrity, extra=extra)  # fmt: skip
+        envelope["digests"] = _digests(ran, session, None)
+        return Verification(ran.label, ran.shown, "no_verdict", reason, None, envelope, run, timeout, timeout_source,
+                            ran.removed, ran.log, failure_class=failure_class or "verifier", **fields)  # fmt: skip
+    instance = Instance(spec.name, tuple(ids), (), {"instance_id": spec.name}, str(spec.config_file))
+    grading = grade(instance, records, "strict")
+    outcomes = [(r.test_id, r.counted and not patched) for r in grading.results]
+    reward = None if reason else compute_reward(spec.rules, outcomes)
+    score = None
+    if reason is None and session is not None:
+        by = graded_by(mode="harbor", pytest_version=str(session.get("pytest_version")),
+                       python=f"{session.get('python_implementation')}/{session.get('python_version')}",
+                       platform=str(session.get("platform")), timeout=timeout, compat="strict")  # fmt: skip
+        score = make_score(grading, ran.patch_ref, by, int(time.time()))
+    if reward is not None:
+        harbor.update(reward.to_dict())
+    envelope = build_envelope(instance_id=spec.name, score=score, grading=grading, no_verdict=reason,
+                              session=session_info, integrity=integrity, extra=extra)  # fmt: skip
+    envelope["digests"] = _digests(ran, session, envelope["score"])
+    return Verification(ran.label, ran.shown, "no_verdict" if reason else "verdict", reason, reward, envelope, run,
+                        timeout, timeout_source, ran.removed, ran.log, failure_class=failure_class, **fields)  # fmt: skip
+
+
+def _digests(ran: _Ran, session: Mapping[str, Any] | None, score: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The digests of one verification: the working state, the interpreter (on this machine), the
+    environment the test process reported, the Score; the task's is added by :func:`run_task`."""
+    from .integrity import digests
+
+    return digests(None, ran.patch_ref, ran.interpreter, session, score)
+
+
+def _failed(spec: TaskSpec, label: str, shown: str, reason: str, failure_class: str, timeout: float,
+            timeout_source: str, log: Path, **fields: Any) -> Verification:  # fmt: skip
+    """A verification that never reached the tests (the container engine failed): no verdict."""
+    from .envelope import build_envelope
+
+    envelope = build_envelope(instance_id=spec.name, score=None, grading=None, no_verdict=reason, session={},
+                              extra={"harbor": {"task": spec.name, "label": label, "metric_space": spec.metric_space}})  # fmt: skip
+    run = {"command": None, "exit_code": None, "timed_out": False, "wall_time": 0.0, "cpu": None,
+           "output_tail": _tail(log)}  # fmt: skip
+    return Verification(label, shown, "no_verdict", reason, None, envelope, run, timeout, timeout_source, [], log,
+                        failure_class=failure_class, **fields)  # fmt: skip
 
 
 def verify_state(spec: TaskSpec, state: Path | None, *, python: str, timeout: float, timeout_source: str,
                  workspace: Path, label: str, original: Path | None = None, exclude: frozenset[str] = frozenset(),
                  described: str | None = None) -> Verification:  # fmt: skip
-    """Run the task's pytest tests on a copy of ``state`` and compute the reward.
+    """Run the task's pytest tests on a copy of ``state`` on this machine and compute the reward.
 
     The copy is the tests' working directory and first on their import path; the task's
     ``tests/`` are copied beside it (``$TEST_DIR``) with their own pytest configuration (an
@@ -935,9 +1251,6 @@ def verify_state(spec: TaskSpec, state: Path | None, *, python: str, timeout: fl
     the verifier). pytest runs in a subprocess of ``python`` with the recorder, no network
     where ``unshare`` works, and a timeout that kills the whole process group.
     """
-    from .envelope import build_envelope, graded_by
-    from .instances import Instance
-    from .scorer import grade, make_score
     from .testrun import RECORDER_MODULE, isolation_prefix, run_process
     from .workspace import import_roots
 
@@ -947,13 +1260,8 @@ def verify_state(spec: TaskSpec, state: Path | None, *, python: str, timeout: fl
     copy_state(state, copy, exclude)
     patch_ref = state_digest(copy)
     removed = remove_shadowing(copy)
-    tests = area / "tests"
-    shutil.copytree(spec.tests_dir, tests, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
-    if not any((tests / name).is_file() for name in PYTEST_CONFIGS):
-        (tests / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
-    tools = area / "tools"
-    tools.mkdir()
-    shutil.copyfile(Path(__file__).with_name("recorder.py"), tools / f"{RECORDER_MODULE}.py")
+    tests = _stage_tests(spec, area)
+    tools = _stage_tools(workspace)
     record_file = area / "record.jsonl"
     roots, packages = import_roots(copy)
     env = _environment(area, {
@@ -972,58 +1280,373 @@ def verify_state(spec: TaskSpec, state: Path | None, *, python: str, timeout: fl
     log = area / "pytest.log"
     code, timed_out, wall, cpu = run_process([*isolation_prefix(False), *command], cwd=copy, env=env,
                                              timeout=timeout, log=log)  # fmt: skip
-    tail = _tail(log)
-    from .testrun import read_records
-
-    collector, collect_errors, session = read_records(record_file)
-    records = collector.records
-    run = {"command": command, "exit_code": code, "pytest_exitstatus": None if session is None else session.get("exitstatus"),
-           "timed_out": timed_out, "wall_time": round(wall, 3), "cpu": round(cpu, 3), "output_tail": tail}  # fmt: skip
-    reason = _no_verdict(timed_out, timeout, session, tail, python, copy, records)
-
-    # Every test that ran, every test function of the files that did not, and every file that
-    # failed to collect without a known test: all are FAIL_TO_PASS of an instance built here.
-    ran = [nodeid for nodeid, record in records.items() if record.ran]
-    found, _ = static_tests(spec)
-    ids = list(ran)
-    ids.extend(t.test_id for t in found if not any(t.covers(n) for n in ran))
-    for nodeid, _message in collect_errors:
-        if nodeid and not any(i == nodeid or i.startswith(nodeid + "::") for i in ids):
-            ids.append(nodeid)
-    integrity = [{"kind": "shadowing_file_removed", "detail": f"{path}: would load in place of the verifier"}
-                 for path in removed]  # fmt: skip
-    for nodeid, record in records.items():
-        integrity.extend({"kind": kind, "detail": f"{nodeid} ({when})"} for kind, when in record.flags)
-    patched = (session or {}).get("patched_internals") or []
-    integrity.extend({"kind": "pytest_internals_patched", "detail": detail} for detail in patched)
-    session_info = {"exitstatus": None if session is None else session.get("exitstatus"),
-                    "collect_errors": [{"nodeid": n, "message": m} for n, m in collect_errors]}  # fmt: skip
-    harbor = {"task": spec.name, "label": label, "metric_space": spec.metric_space}
+    run = {"command": command, "exit_code": code, "timed_out": timed_out, "wall_time": round(wall, 3),
+           "cpu": round(cpu, 3), "output_tail": _tail(log)}  # fmt: skip
     shown = described or (str(state) if state is not None else "<empty>")
-    if not ids:
-        envelope = build_envelope(instance_id=spec.name, score=None, grading=None,
-                                  no_verdict=reason or "the task's tests define no test", session=session_info,
-                                  integrity=integrity, extra={"harbor": harbor, "patch_ref": patch_ref})  # fmt: skip
-        return Verification(label, shown, "no_verdict",
-                            reason or "the task's tests define no test", None, envelope, run, timeout,
-                            timeout_source, removed, log)  # fmt: skip
-    instance = Instance(spec.name, tuple(ids), (), {"instance_id": spec.name}, str(spec.config_file))
-    grading = grade(instance, records, "strict")
-    outcomes = [(r.test_id, r.counted and not patched) for r in grading.results]
-    reward = None if reason else compute_reward(spec.rules, outcomes)
-    score = None
-    if reason is None and session is not None:
-        by = graded_by(mode="harbor", pytest_version=str(session.get("pytest_version")),
-                       python=f"{session.get('python_implementation')}/{session.get('python_version')}",
-                       platform=str(session.get("platform")), timeout=timeout, compat="strict")  # fmt: skip
-        score = make_score(grading, patch_ref, by, int(time.time()))
-    if reward is not None:
-        harbor.update(reward.to_dict())
-    envelope = build_envelope(instance_id=spec.name, score=score, grading=grading, no_verdict=reason,
-                              session=session_info, integrity=integrity,
-                              extra={"harbor": harbor, "patch_ref": patch_ref})  # fmt: skip
-    return Verification(label, shown, "no_verdict" if reason else "verdict", reason,
-                        reward, envelope, run, timeout, timeout_source, removed, log)  # fmt: skip
+    ran = _Ran(label, shown, run, record_file, timed_out, python, python, copy, patch_ref, removed, log)
+    return _graded(spec, ran, timeout, timeout_source)
+
+
+# --------------------------------------------------------------------------------------------
+# Containers: the task's image, one container per verification, always removed
+
+
+class ContainerFailure(RuntimeError):
+    """A container engine command failed: the run has no verdict (an infrastructure failure)."""
+
+
+def _slug(name: str) -> str:
+    """A name the engines accept in an image tag or a label (lower case, ``[a-z0-9_.-]``)."""
+    return re.sub(r"[^a-z0-9_.-]+", "-", name.lower()).strip("-._")[:60] or "task"
+
+
+# Shell snippets run in the container (``sh -c``): POSIX sh only, no tool beyond mkdir and rm.
+_CLEAR_WORKDIR: Final = 'rm -rf -- "$1"/* "$1"/.[!.]* "$1"/..?*; mkdir -p "$1"'
+_SETUP: Final = (f"mkdir -p {C_TESTS} {C_VERIFIER_LOGS} {C_RUN} && rm -rf {C_TESTS}/* {C_TESTS}/.[!.]* && "
+                 f"rm -f {C_VERIFIER_LOGS}/{REWARD_TXT} {C_VERIFIER_LOGS}/{REWARD_JSON} {C_RUN}/record.jsonl")  # fmt: skip
+_FIND_PYTHON: Final = ('for p in python3 python; do if command -v "$p" >/dev/null 2>&1 && "$p" -c "import pytest" '
+                       '>/dev/null 2>&1; then command -v "$p"; exit 0; fi; done; exit 1')  # fmt: skip
+# The recorder first on the path, then the working state's import roots, then the image's own PYTHONPATH.
+_WITH_PYTHONPATH: Final = ('PYTHONPATH="$OBJECTIVE_SCORING_PYTHONPATH${PYTHONPATH:+:$PYTHONPATH}"; export PYTHONPATH; '
+                           'exec "$@"')  # fmt: skip
+
+
+class TaskContainer:
+    """A task's image and the containers its verifications run in, driven through the engine's CLI.
+
+    The image is built from the task's build context (``environment/``) or is its
+    ``docker_image``. Each verification gets a container of its own from that image: the
+    working state in the image's working directory (Harbor's ``/app``), the task's tests
+    copied to ``/tests`` after the solution ran, this project's recorder bind-mounted
+    read-only at ``/objective-scoring/tools``, the network of the task's phase. Every engine
+    command is kept in :attr:`commands`; every container is removed (``rm --force``) when its
+    verification ends, and by :meth:`remove_all` on any way out (a timeout, an interrupt).
+    """
+
+    def __init__(self, spec: TaskSpec, engine: EngineStatus, workspace: Path) -> None:
+        if not (engine.usable and engine.name and engine.path):
+            raise ValueError(f"not a usable container engine: {engine.detail}")
+        self.spec = spec
+        self.engine = engine
+        self.name: str = engine.name
+        self.path: str = engine.path
+        self.workspace = workspace
+        self.tools = _stage_tools(workspace)
+        self.network_name = ENGINE_NETWORKS.get(engine.name, "bridge")
+        self.commands: list[list[str]] = []
+        self.live: list[str] = []
+        self.networks: dict[str, str] = {}
+        self.image: str | None = spec.docker_image
+        self.image_id: str | None = None
+        self.build: dict[str, Any] | None = None
+
+    # -- the engine's command line
+
+    def _show(self, args: Sequence[str]) -> str:
+        import shlex
+
+        text = shlex.join([self.name, *args])
+        return f"`{text if len(text) <= 160 else text[:157] + '...'}`"
+
+    def _call(self, *args: str, timeout: float = ENGINE_TIMEOUT, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """One short engine command; a failure raises :class:`ContainerFailure` naming it."""
+        self.commands.append([self.path, *args])
+        try:
+            done = subprocess.run([self.path, *args], check=False, capture_output=True, text=True, errors="replace",
+                                  stdin=subprocess.DEVNULL, timeout=timeout)  # fmt: skip
+        except subprocess.TimeoutExpired:
+            raise ContainerFailure(f"{self._show(args)} did not finish within {timeout:g}s") from None
+        except OSError as exc:
+            raise ContainerFailure(f"{self._show(args)} could not run: {exc}") from None
+        if check and done.returncode != 0:
+            lines = [line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip()]
+            raise ContainerFailure(f"{self._show(args)} exited with status {done.returncode}: "
+                                   f"{lines[-1] if lines else 'no output'}")  # fmt: skip
+        return done
+
+    def _long(self, args: list[str], env: Mapping[str, str], timeout: float, log: Path) -> tuple[int | None, bool, float]:
+        """A build, a solution or a verifier: output to ``log``, the engine client killed at the
+        timeout (the container itself is stopped or removed by the caller)."""
+        from .testrun import run_process
+
+        self.commands.append([self.path, *args])
+        environ = dict(os.environ)
+        environ.update(env)  # passed by name (``--env NAME``): values never appear on a command line
+        try:
+            code, timed_out, wall, _cpu = run_process([self.path, *args], cwd=self.workspace, env=environ,
+                                                      timeout=timeout, log=log)  # fmt: skip
+        except OSError as exc:
+            raise ContainerFailure(f"{self._show(args)} could not run: {exc}") from None
+        return code, timed_out, wall
+
+    @staticmethod
+    def _env_flags(env: Mapping[str, str]) -> list[str]:
+        return [flag for name in env for flag in ("--env", name)]
+
+    # -- the image and the containers
+
+    def build_timeout(self) -> tuple[float, str]:
+        if self.spec.build_timeout is not None:
+            return self.spec.build_timeout, f"{self.spec.rel(self.spec.config_file)} {self.spec.key('environment', 'build_timeout_sec')}"
+        return DEFAULT_BUILD_TIMEOUT, "default (Harbor's)"
+
+    def prepare_image(self) -> None:
+        """Build the image from the task's build context, unless the task names its ``docker_image``."""
+        spec = self.spec
+        if spec.docker_image:
+            return  # pulled by the engine when the first container is created
+        context = spec.build_context
+        if context is None or not (context / "Dockerfile").is_file():
+            raise ContainerFailure(f"no Dockerfile to build the task's image from ({spec.rel(spec.root / 'environment')})")
+        tag = f"objective-harbor/{_slug(spec.root.name)}:{state_digest(context).split(':', 1)[1][:12]}"
+        timeout, source = self.build_timeout()
+        log = self.workspace / "build.log"
+        dockerfile = context / "Dockerfile"
+        code, timed_out, wall = self._long(["build", "--tag", tag, "--file", str(dockerfile), str(context)], {},
+                                           timeout, log)  # fmt: skip
+        self.build = {"context": str(context), "dockerfile": str(dockerfile), "tag": tag, "exit_code": code,
+                      "timed_out": timed_out, "timeout": timeout, "timeout_source": source,
+                      "wall_time": round(wall, 3), "output_tail": _tail(log)}  # fmt: skip
+        where = f"building the image from {spec.rel(dockerfile)}"
+        if timed_out:
+            raise ContainerFailure(f"{where} timed out after {timeout:g}s ({source})")
+        if code != 0:
+            lines = [line.strip() for line in _tail(log).splitlines() if line.strip()]
+            raise ContainerFailure(f"{where} failed (exit status {code}): {lines[-1] if lines else 'no output'}")
+        self.image = tag
+
+    def create(self, label: str, phases: Sequence[str]) -> str:
+        """Create and start a container for the phases it will host; it is removed by :meth:`remove`."""
+        assert self.image is not None
+        spec = self.spec
+        network = NO_NETWORK if all(spec.network[p] == NO_NETWORK for p in phases) else PUBLIC
+        name = f"objective-harbor-{label}-{uuid.uuid4().hex[:12]}"
+        args = ["create", "--name", name, "--label", f"{CONTAINER_LABEL}={_slug(spec.name)}",
+                "--network", "none" if network == NO_NETWORK else self.network_name,
+                "--mount", f"type=bind,source={self.tools},target={C_TOOLS},readonly"]  # fmt: skip
+        if spec.cpus is not None:
+            args += ["--cpus", f"{spec.cpus:g}"]
+        if spec.memory_mb is not None:
+            args += ["--memory", f"{spec.memory_mb}m"]
+        args += ["--entrypoint", "sh", self.image, "-c", "sleep infinity"]
+        self.live.append(name)
+        try:
+            self._call(*args, timeout=self.build_timeout()[0])  # may pull a docker_image
+            self._call("start", name)
+        except BaseException:
+            self.remove(name)
+            raise
+        self.networks[name] = network
+        if self.image_id is None:
+            found = self._call("image", "inspect", "--format", "{{.Id}}", self.image, check=False)
+            self.image_id = (found.stdout.strip() or None) if found.returncode == 0 else None
+        return name
+
+    def set_network(self, name: str, mode: str) -> None:
+        """Give the next phase the task's network: disconnect from (or connect to) the default network."""
+        current = self.networks[name]
+        if (current == NO_NETWORK) == (mode == NO_NETWORK):
+            return
+        self._call("network", "disconnect" if mode == NO_NETWORK else "connect", self.network_name, name)
+        self.networks[name] = NO_NETWORK if mode == NO_NETWORK else PUBLIC
+
+    def workdir(self, name: str) -> str:
+        """The image's working directory (``WORKDIR``), where the working state lives; ``/app`` when unset."""
+        found = self._call("exec", name, "pwd").stdout.strip().splitlines()
+        where = found[-1].strip() if found else ""
+        if not where.startswith("/") or where == "/":
+            self._call("exec", name, "mkdir", "-p", C_DEFAULT_WORKDIR)
+            return C_DEFAULT_WORKDIR
+        return where
+
+    def find_python(self, name: str) -> str | None:
+        """The image's Python that can import pytest (python3, then python), or None."""
+        done = self._call("exec", name, "sh", "-c", _FIND_PYTHON, check=False)
+        lines = [line.strip() for line in done.stdout.splitlines() if line.strip()]
+        return lines[-1] if done.returncode == 0 and lines else None
+
+    def remove(self, name: str) -> None:
+        if name in self.live:
+            self.live.remove(name)
+            self.networks.pop(name, None)
+            try:
+                self._call("rm", "--force", name, check=False)
+            except ContainerFailure:
+                pass  # reported by the engine; nothing more to do here
+
+    def remove_all(self) -> None:
+        for name in list(self.live):
+            self.remove(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"engine": self.engine.to_dict(), "image": self.image, "image_id": self.image_id, "build": self.build,
+                "network": dict(self.spec.network), "commands": self.commands}  # fmt: skip
+
+    # -- the phases
+
+    def solve(self, timeout: float) -> tuple[str | None, dict[str, Any]]:
+        """Run the task's solution in a new container (the oracle's); returns the container and the run."""
+        spec = self.spec
+        assert spec.solution is not None
+        log = self.workspace / "solve.log"
+        network = spec.network["agent"]
+        name = None
+        try:
+            name = self.create("oracle", ["agent", "verifier"])
+            self.set_network(name, network)
+            workdir = self.workdir(name)
+            solution = _stage_solution(spec, self.workspace)
+            self._call("exec", name, "mkdir", "-p", C_SOLUTION)
+            self._call("cp", f"{solution}/.", f"{name}:{C_SOLUTION}")
+            env = resolve_env(spec, "solution", spec.solution_env)
+            args = ["exec", "--workdir", workdir, *self._env_flags(env), name, "bash",
+                    posixpath.join(C_SOLUTION, spec.solution.name)]  # fmt: skip
+            code, timed_out, wall = self._long(args, env, timeout, log)
+            if timed_out:  # the engine client was killed, not the script: stop everything in the container
+                self._call("restart", "-t", "0", name)
+        except ContainerFailure as exc:
+            if name is not None:
+                self.remove(name)
+            return None, {"command": None, "exit_code": None, "timed_out": False, "timeout": timeout, "wall_time": 0.0,
+                          "cpu": None, "output_tail": _tail(log), "where": "container", "network": network,
+                          "error": f"the container engine failed: {exc}"}  # fmt: skip
+        return name, {"command": [self.name, *args], "exit_code": code, "timed_out": timed_out, "timeout": timeout,
+                      "wall_time": round(wall, 3), "cpu": None, "output_tail": _tail(log), "where": "container",
+                      "network": network}  # fmt: skip
+
+    def verify(self, label: str, *, state: Path | None, timeout: float, timeout_source: str, shown: str,
+               container: str | None = None) -> Verification:  # fmt: skip
+        """Verify a working state in a container: ``state`` (a folder of this machine) replaces the
+        image's working directory, else the container's own (the image's, or what the solution
+        left in ``container``). The container is removed before this returns."""
+        spec = self.spec
+        area = self.workspace / label
+        area.mkdir(parents=True)
+        log = area / "test.log"
+        log.touch()
+        info: dict[str, Any] = {"engine": self.name, "image": self.image, "container": container, "workdir": None,
+                                "network": spec.network["verifier"], "python": None}  # fmt: skip
+        fields = {"where": "container", "container": info}
+        name = container
+        try:
+            if name is None:
+                name = self.create(label, ["verifier"])
+                info["container"] = name
+            self.set_network(name, spec.network["verifier"])
+            info["image_id"] = self.image_id
+            workdir = info["workdir"] = self.workdir(name)
+            copy = area / "app"
+            if state is not None:
+                copy_state(state, copy)
+                patch_ref = state_digest(copy)
+                removed = remove_shadowing(copy)
+                self._call("exec", name, "sh", "-c", _CLEAR_WORKDIR, "sh", workdir)
+                self._call("cp", f"{copy}/.", f"{name}:{workdir}")
+            else:
+                raw = area / "from-container"
+                raw.mkdir()
+                self._call("cp", f"{name}:{workdir}/.", str(raw))
+                copy_state(raw, copy)
+                shutil.rmtree(raw, ignore_errors=True)
+                patch_ref = state_digest(copy)
+                removed = remove_shadowing(copy)
+                if removed:
+                    self._call("exec", name, "rm", "-rf", "--", *(posixpath.join(workdir, r) for r in removed))
+            tests = _stage_tests(spec, area)
+            self._call("exec", name, "sh", "-c", _SETUP)
+            self._call("cp", f"{tests}/.", f"{name}:{C_TESTS}")
+            python = info["python"] = self.find_python(name)
+            if python is not None:
+                return self._run_pytest(label, shown, name, workdir, python, copy, patch_ref, removed, area, timeout,
+                                        timeout_source, fields)  # fmt: skip
+            if spec.layout == "harbor" and spec.test_script is not None:
+                return self._run_script(label, shown, name, workdir, patch_ref, removed, area, timeout, timeout_source,
+                                        fields)  # fmt: skip
+            script = "tests/test.sh" if spec.layout == "harbor" else "run-tests.sh (it writes no reward file)"
+            return _failed(spec, label, shown, f"the image {self.image} has no Python that imports pytest (looked for "
+                           f"python3, python) and the task has no {script} to verify it with", "setup", timeout,
+                           timeout_source, log, **fields)  # fmt: skip
+        except ContainerFailure as exc:
+            return _failed(spec, label, shown, f"the container engine failed: {exc}", "setup", timeout, timeout_source,
+                           log, **fields)  # fmt: skip
+        finally:
+            if name is not None:
+                self.remove(name)
+
+    def _run_pytest(self, label: str, shown: str, name: str, workdir: str, python: str, copy: Path, patch_ref: str,
+                    removed: list[str], area: Path, timeout: float, timeout_source: str,
+                    fields: dict[str, Any]) -> Verification:  # fmt: skip
+        """This project's verifier in the container: the recorder (read-only mount) in the image's pytest."""
+        from .testrun import RECORDER_MODULE
+        from .workspace import import_roots
+
+        spec = self.spec
+        host_roots, packages = import_roots(copy)
+        roots = [workdir if Path(r) == copy else posixpath.join(workdir, Path(r).relative_to(copy).as_posix())
+                 for r in host_roots]  # fmt: skip
+        env = {
+            "OBJECTIVE_SCORING_PYTHONPATH": ":".join([C_TOOLS, *roots]),
+            "TEST_DIR": C_TESTS,
+            "OBJECTIVE_SCORING_RECORD": f"{C_RUN}/record.jsonl",
+            "OBJECTIVE_SCORING_IMPORT_ROOTS": ":".join(roots),
+            "OBJECTIVE_SCORING_PACKAGES": ":".join(packages),
+            "OBJECTIVE_SCORING_COPY": workdir,
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONHASHSEED": "0",
+            "PYTHONIOENCODING": "utf-8",
+            **resolve_env(spec, "verifier", spec.verifier_env),
+        }
+        files = [posixpath.join(C_TESTS, p.relative_to(spec.tests_dir).as_posix()) for p in spec.test_files]
+        pytest = [python, "-m", "pytest", "-p", RECORDER_MODULE, "-p", "no:cacheprovider", "-q", "-rfE", "--maxfail=0",
+                  "--continue-on-collection-errors", "--rootdir", C_TESTS, *files]  # fmt: skip
+        args = ["exec", "--workdir", workdir, *self._env_flags(env), name, "sh", "-c", _WITH_PYTHONPATH, "sh", *pytest]
+        log = area / "test.log"
+        code, timed_out, wall = self._long(args, env, timeout, log)
+        record = area / "record.jsonl"
+        if not timed_out:
+            self._call("cp", f"{name}:{C_RUN}/record.jsonl", str(record), check=False)
+        run = {"command": [self.name, *args], "exit_code": code, "timed_out": timed_out, "wall_time": round(wall, 3),
+               "cpu": None, "output_tail": _tail(log)}  # fmt: skip
+        ran = _Ran(label, shown, run, record, timed_out, python, None, workdir, patch_ref, removed, log)
+        return _graded(spec, ran, timeout, timeout_source, verifier=VERIFIER_PLUGIN, **fields)
+
+    def _run_script(self, label: str, shown: str, name: str, workdir: str, patch_ref: str, removed: list[str],
+                    area: Path, timeout: float, timeout_source: str, fields: dict[str, Any]) -> Verification:  # fmt: skip
+        """The task's own verifier (``bash /tests/test.sh``), for an image without pytest: its reward is read."""
+        from .envelope import build_envelope
+        from .integrity import digests
+
+        spec = self.spec
+        env = {"TEST_DIR": C_TESTS, **resolve_env(spec, "verifier", spec.verifier_env)}
+        args = ["exec", "--workdir", workdir, *self._env_flags(env), name, "bash", f"{C_TESTS}/test.sh"]
+        log = area / "test.log"
+        code, timed_out, wall = self._long(args, env, timeout, log)
+        run: dict[str, Any] = {"command": [self.name, *args], "exit_code": code, "timed_out": timed_out,
+                               "wall_time": round(wall, 3), "cpu": None, "output_tail": _tail(log)}  # fmt: skip
+        reward: Reward | None = None
+        if timed_out:
+            reason: str | None = f"the verifier ({VERIFIER_SCRIPT}) timed out after {timeout:g}s"
+        else:
+            logs = area / "verifier-logs"
+            logs.mkdir()
+            self._call("cp", f"{name}:{C_VERIFIER_LOGS}/.", str(logs), check=False)
+            run["reward_files"] = {p.name: _tail(p) for p in (logs / REWARD_JSON, logs / REWARD_TXT) if p.is_file()}
+            reward, reason = script_reward(spec.rules, logs)
+        harbor: dict[str, Any] = {"task": spec.name, "label": label, "metric_space": spec.metric_space}
+        if reward is not None:
+            harbor.update(reward.to_dict())
+        integrity = [{"kind": "shadowing_file_removed", "detail": f"{path}: would load in place of the verifier"}
+                     for path in removed]  # fmt: skip
+        envelope = build_envelope(instance_id=spec.name, score=None, grading=None, no_verdict=reason, session={},
+                                  integrity=integrity, extra={"harbor": harbor, "patch_ref": patch_ref,
+                                                              "verifier": VERIFIER_SCRIPT})  # fmt: skip
+        # No per-test outcomes, so no Score (its gate is over tests): the verdict is the script's reward.
+        envelope["status"] = "verdict" if reward is not None else "no_verdict"
+        envelope.pop("swebench", None)
+        envelope["digests"] = digests(None, patch_ref, None, None, None)
+        return Verification(label, shown, envelope["status"], reason, reward, envelope, run, timeout, timeout_source,
+                            removed, log, verifier=VERIFIER_SCRIPT, failure_class=None if reward else "verifier",
+                            **fields)  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------
@@ -1040,6 +1663,8 @@ class RunOptions:
     python: str = sys.executable
     timeout: float | None = None
     keep: bool = False
+    ledger: Path | None = None  # append the run (kind "harbor") to this ledger; None: no ledger
+    benchmark: str | None = None  # the label summaries group by (default: the task's [metadata] benchmark)
 
 
 @dataclass
@@ -1056,11 +1681,18 @@ class HarborRun:
     findings: list[Finding] = field(default_factory=list)
     workspace: str | None = None
     created: str = field(default_factory=lambda: _now())
+    benchmark: str | None = None
+    container: dict[str, Any] | None = None  # the engine, the image and every engine command, for a container run
+    task_digest: str | None = None
+    ledger: dict[str, Any] | None = None  # where the run was recorded: path and seq (or the error)
+
+    @property
+    def verifications(self) -> list[Verification]:
+        return [self.verification] + ([self.initial] if self.initial is not None else [])
 
     @property
     def exit_code(self) -> int:
-        checked = [self.verification] + ([self.initial] if self.initial is not None else [])
-        if any(v.status != "verdict" for v in checked):
+        if any(v.status != "verdict" for v in self.verifications):
             return EXIT_REFUSED
         if self.mode == "oracle":
             return EXIT_NOT_SOLVED if any(f.severity == "invalid" for f in self.findings) else EXIT_SOLVED
@@ -1072,6 +1704,28 @@ class HarborRun:
         if self.mode != "oracle" or self.exit_code == EXIT_REFUSED:
             return None
         return self.exit_code == EXIT_SOLVED
+
+    @property
+    def outcome(self) -> str:
+        """``solved`` / ``not_solved`` (``--workdir``), ``valid`` / ``invalid`` (``--solution``), or
+        ``infrastructure_failure``: a run without a verdict is never the working state's failure."""
+        if self.exit_code == EXIT_REFUSED:
+            return "infrastructure_failure"
+        if self.mode == "oracle":
+            return "valid" if self.valid else "invalid"
+        return "solved" if self.verification.solved else "not_solved"
+
+    @property
+    def failure_class(self) -> str:
+        """``none``, ``solver`` (not solved), ``invalid_task`` (an oracle run that found the task
+        invalid), or the infrastructure's: ``verifier`` (timed out, crashed) or ``setup`` (the
+        container engine, the image, a missing pytest)."""
+        for run in self.verifications:
+            if run.status != "verdict":
+                return run.failure_class or "verifier"
+        if self.mode == "oracle":
+            return "none" if self.valid else "invalid_task"
+        return "none" if self.verification.solved else "solver"
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -1085,9 +1739,17 @@ class HarborRun:
             "status": self.verification.status,
             "reward": self.verification.reward.to_dict() if self.verification.reward is not None else None,
             "exit_code": self.exit_code,
+            "outcome": self.outcome,
+            "failure_class": self.failure_class,
+            "benchmark": self.benchmark,
+            "where": self.verification.where,
+            "verifier": self.verification.verifier,
+            "task_digest": self.task_digest,
+            "ledger": self.ledger,
             "out": str(self.out),
             "written": self.written,
             "verification": self.verification.to_dict(),
+            "container": self.container,
         }
         if self.mode == "oracle":
             data["valid"] = self.valid
@@ -1126,14 +1788,15 @@ def _oracle_findings(spec: TaskSpec, oracle: Verification, initial: Verification
     sol = spec.rel(spec.solution) or "solution"
     if solve["timed_out"]:
         findings.append(Finding("invalid", sol, f"the solution timed out after {solve['timeout']:g}s"))
-    elif solve["exit_code"] != 0:
+    elif solve["exit_code"] not in (0, None):
         findings.append(Finding("warning", sol, f"the solution exited with status {solve['exit_code']}"))
     if oracle.status == "verdict" and oracle.reward is not None and not oracle.reward.solved:
         r = oracle.reward
         where = f"reward {r.reward:g}" + (f" < threshold {r.threshold:g}" if r.threshold is not None else "")
         tier = f", tier {r.tier}" if r.tier is not None else ""
-        findings.append(Finding("invalid", sol, f"the oracle does not solve the task ({where}{tier}; "
-                                f"{r.passed}/{r.total} tests passed): the task is invalid"))  # fmt: skip
+        tests = f"{r.passed}/{r.total} tests passed" if r.total is not None else f"by {oracle.verifier}"
+        findings.append(Finding("invalid", sol, f"the oracle does not solve the task ({where}{tier}; {tests}): "
+                                "the task is invalid"))  # fmt: skip
     if initial.status == "verdict" and initial.solved:
         findings.append(Finding("invalid", "tests/", "the untouched initial state already solves the task: its tests "
                                 "do not test the work"))  # fmt: skip
@@ -1168,16 +1831,22 @@ def write_outputs(out: Path, verification: Verification, document: dict[str, Any
 def run_task(spec: TaskSpec, options: RunOptions, engine: EngineStatus | None = None) -> HarborRun:
     """Verify a working state (``options.workdir``) or grade the task's solution (``options.solution``).
 
-    Raises :class:`TaskError` for a task that cannot be verified as it stands and
-    :class:`NeedsContainer` for a task that needs a container (before anything runs).
+    A task that needs a container runs in ``engine`` (default: the one :func:`find_engine`
+    finds). Raises :class:`TaskError` for a task that cannot be verified as it stands and
+    :class:`NeedsContainer` for a task that needs a container this machine cannot give it
+    (before anything runs). With ``options.ledger`` the run is appended to that ledger.
     """
     errors = [f for f in check_task(spec) if f.severity == "error"]
     if errors:
         raise TaskError(spec.root, errors[0].where or None, errors[0].message)
     if (options.workdir is None) == (not options.solution):
         raise ValueError("give exactly one of workdir or solution")
+    status: EngineStatus | None = None
     if spec.needs_container:
-        raise NeedsContainer(refusal(spec, engine or find_engine()))
+        status = engine or find_engine()
+        why = refusal(spec, status)
+        if why is not None:
+            raise NeedsContainer(why)
     if options.solution and spec.solution is None:
         raise TaskError(spec.root, None, "no solution script (solution/solve.sh) to grade as the oracle")
     verifier_timeout, verifier_source = _timeout(spec.verifier_timeout, options.timeout,
@@ -1185,34 +1854,168 @@ def run_task(spec: TaskSpec, options: RunOptions, engine: EngineStatus | None = 
     out = default_out(spec, options).resolve()
     workspace = Path(tempfile.mkdtemp(prefix="objective-harbor-"))
     try:
-        if options.workdir is not None:
-            workdir = options.workdir.resolve()
-            verification = verify_state(spec, workdir, python=options.python, timeout=verifier_timeout,
-                                        timeout_source=verifier_source, workspace=workspace, label="workdir")  # fmt: skip
-            result = HarborRun(spec, "workdir", verification, out)
+        if status is not None:
+            box = TaskContainer(spec, status, workspace)
+            try:
+                result = _run_in_container(box, spec, options, out, verifier_timeout, verifier_source)
+            finally:
+                box.remove_all()
+            result.container = box.to_dict()
         else:
-            source = spec.initial_state_source()
-            exclude = initial_exclude(spec)
-            described = f"initial state ({spec.rel(source) if source is not None else 'empty'})"
-            initial = verify_state(spec, source, python=options.python, timeout=verifier_timeout,
-                                   timeout_source=verifier_source, workspace=workspace, label="initial",
-                                   exclude=exclude, described=described)  # fmt: skip
-            state = workspace / "oracle-state"
-            copy_state(source, state, exclude)
-            solve_timeout, _ = _timeout(spec.agent_timeout, options.timeout, "agent")
-            solve = run_solution(spec, state, workspace, solve_timeout)
-            oracle = verify_state(spec, state, python=options.python, timeout=verifier_timeout,
-                                  timeout_source=verifier_source, workspace=workspace, label="oracle",
-                                  original=source, described=f"{described} after {spec.rel(spec.solution)}")  # fmt: skip
-            result = HarborRun(spec, "oracle", oracle, out, initial=initial, solve=solve,
-                               findings=_oracle_findings(spec, oracle, initial, solve))  # fmt: skip
+            result = _run_on_host(spec, options, workspace, out, verifier_timeout, verifier_source)
+        result.benchmark = options.benchmark or spec.benchmark
+        result.task_digest = task_digest(spec)
+        image_id = (result.container or {}).get("image_id")
+        for run in result.verifications:
+            run.envelope.setdefault("digests", {}).update(task=result.task_digest)
+            if image_id:
+                run.envelope["digests"]["image"] = image_id
         if options.keep:
             result.workspace = str(workspace)
+        if options.ledger is not None:
+            result.ledger = record_run(options.ledger, result)
         result.written = write_outputs(out, result.verification, result.to_dict())
         return result
     finally:
         if not options.keep:
             shutil.rmtree(workspace, ignore_errors=True)
+
+
+def _run_on_host(spec: TaskSpec, options: RunOptions, workspace: Path, out: Path, verifier_timeout: float,
+                 verifier_source: str) -> HarborRun:  # fmt: skip
+    if options.workdir is not None:
+        workdir = options.workdir.resolve()
+        verification = verify_state(spec, workdir, python=options.python, timeout=verifier_timeout,
+                                    timeout_source=verifier_source, workspace=workspace, label="workdir")  # fmt: skip
+        return HarborRun(spec, "workdir", verification, out)
+    source = spec.initial_state_source()
+    exclude = initial_exclude(spec)
+    described = f"initial state ({spec.rel(source) if source is not None else 'empty'})"
+    initial = verify_state(spec, source, python=options.python, timeout=verifier_timeout,
+                           timeout_source=verifier_source, workspace=workspace, label="initial",
+                           exclude=exclude, described=described)  # fmt: skip
+    state = workspace / "oracle-state"
+    copy_state(source, state, exclude)
+    solve_timeout, _ = _timeout(spec.agent_timeout, options.timeout, "agent")
+    solve = run_solution(spec, state, workspace, solve_timeout)
+    oracle = verify_state(spec, state, python=options.python, timeout=verifier_timeout,
+                          timeout_source=verifier_source, workspace=workspace, label="oracle",
+                          original=source, described=f"{described} after {spec.rel(spec.solution)}")  # fmt: skip
+    return HarborRun(spec, "oracle", oracle, out, initial=initial, solve=solve,
+                     findings=_oracle_findings(spec, oracle, initial, solve))  # fmt: skip
+
+
+def _run_in_container(box: TaskContainer, spec: TaskSpec, options: RunOptions, out: Path, verifier_timeout: float,
+                      verifier_source: str) -> HarborRun:  # fmt: skip
+    """The same runs as on the host, each in a container of the task's image."""
+    mode = "workdir" if options.workdir is not None else "oracle"
+    try:
+        box.prepare_image()
+    except ContainerFailure as exc:
+        shown = str(options.workdir) if options.workdir is not None else "initial state (the task's image)"
+        failed = _failed(spec, mode, shown, f"the container engine failed: {exc}", "setup", verifier_timeout,
+                         verifier_source, box.workspace / "build.log", where="container")  # fmt: skip
+        return HarborRun(spec, mode, failed, out)
+    if options.workdir is not None:
+        verification = box.verify("workdir", state=options.workdir.resolve(), timeout=verifier_timeout,
+                                  timeout_source=verifier_source, shown=str(options.workdir.resolve()))  # fmt: skip
+        return HarborRun(spec, "workdir", verification, out)
+    described = f"initial state (image {box.image})"
+    initial = box.verify("initial", state=None, timeout=verifier_timeout, timeout_source=verifier_source,
+                         shown=described)  # fmt: skip
+    solve_timeout, _ = _timeout(spec.agent_timeout, options.timeout, "agent")
+    name, solve = box.solve(solve_timeout)
+    shown = f"{described} after {spec.rel(spec.solution)}"
+    if name is None:
+        oracle = _failed(spec, "oracle", shown, str(solve["error"]), "setup", verifier_timeout, verifier_source,
+                         box.workspace / "solve.log", where="container")  # fmt: skip
+    else:
+        oracle = box.verify("oracle", state=None, timeout=verifier_timeout, timeout_source=verifier_source,
+                            shown=shown, container=name)  # fmt: skip
+    return HarborRun(spec, "oracle", oracle, out, initial=initial, solve=solve,
+                     findings=_oracle_findings(spec, oracle, initial, solve))  # fmt: skip
+
+
+def task_digest(spec: TaskSpec) -> str:
+    """A content address for the task directory (every file but caches and this project's outputs)."""
+    digest = hashlib.sha256()
+    for directory, dirs, files in os.walk(spec.root):
+        dirs[:] = sorted(d for d in dirs if d not in COPY_SKIP)
+        for name in sorted(files):
+            path = Path(directory) / name
+            digest.update(path.relative_to(spec.root).as_posix().encode("utf-8", "surrogateescape") + b"\0")
+            try:
+                digest.update(hashlib.sha256(path.read_bytes()).digest())
+            except OSError:
+                digest.update(b"unreadable")
+    return "sha256:" + digest.hexdigest()
+
+
+# --------------------------------------------------------------------------------------------
+# The ledger: one entry of kind "harbor" a run
+
+
+def _tests_of(envelope: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [{key: test.get(key) for key in ("id", "outcome", "status", "duration")} for test in envelope.get("tests", [])]
+
+
+def ledger_entry(result: HarborRun) -> dict[str, Any]:
+    """What the ledger keeps of a run: the task, the mode, the metric space, the reward(s),
+    solved or not, the outcome and failure class, every test's outcome, the benchmark label and
+    the digests. Its kind is ``harbor``: never read as a SWE-style resolve rate."""
+    from .ledger import score_entry
+
+    spec, run = result.task, result.verification
+    envelope = {**run.envelope, "benchmark": result.benchmark, "metric_space": spec.metric_space}
+    body = score_entry(envelope, "harbor")
+    for key in ("disposition", "reasons", "info", "audit_state", "harness"):
+        body.pop(key, None)  # integrity dispositions and harnesses are the SWE-style runs'
+    body.update({
+        "task": spec.name,
+        "task_root": str(spec.root),
+        "layout": spec.layout,
+        "mode": result.mode,
+        "threshold": spec.rules.solved_threshold,
+        "tiers": [t.name for t in spec.rules.tiers],
+        "reward": run.reward.to_dict() if run.reward is not None else None,
+        "solved": run.solved if run.status == "verdict" else None,
+        "outcome": result.outcome,
+        "failure_class": result.failure_class,
+        "exit_code": result.exit_code,
+        "verifier": run.verifier,
+        "where": run.where,
+        "image": (result.container or {}).get("image"),
+        "timeout": {"seconds": run.timeout, "source": run.timeout_source},
+        "tests": _tests_of(run.envelope),
+        "digests": run.envelope.get("digests"),
+    })  # fmt: skip
+    if result.mode == "oracle":
+        initial = result.initial
+        body["valid"] = result.valid
+        body["findings"] = [f.to_dict() for f in result.findings]
+        body["solve"] = {k: (result.solve or {}).get(k) for k in ("exit_code", "timed_out", "timeout", "wall_time", "error")}
+        body["initial"] = None if initial is None else {
+            "status": initial.status, "no_verdict_reason": initial.no_verdict_reason,
+            "failure_class": initial.failure_class, "solved": initial.solved if initial.status == "verdict" else None,
+            "reward": initial.reward.to_dict() if initial.reward is not None else None,
+            "patch_ref": initial.patch_ref, "tests": _tests_of(initial.envelope),
+        }  # fmt: skip
+    return body
+
+
+def record_run(path: Path, result: HarborRun) -> dict[str, Any]:
+    """Append the run to the ledger at ``path``: where, and its seq; a ledger that cannot be written
+    is reported (``error``) and never changes the verdict."""
+    import sqlite3
+
+    from .ledger import Ledger, LedgerError
+
+    try:
+        with Ledger(path) as ledger:
+            entry = ledger.append("harbor", ledger_entry(result))
+    except (LedgerError, sqlite3.Error, OSError) as exc:
+        return {"path": str(path), "seq": None, "error": str(exc)}
+    return {"path": str(path), "seq": entry.seq, "hash": entry.hash}
 
 
 def dump(document: Mapping[str, Any]) -> str:

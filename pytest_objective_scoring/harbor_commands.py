@@ -24,12 +24,17 @@ the task's [verifier] timeout_sec (else --timeout). The reward is written where 
 it: reward.txt for a binary task, reward.json (named rewards) for a continuous or tiered one,
 with test-stdout.txt and objective-scoring.json beside it.
 
-A task with environment/Dockerfile, a compose file or [environment] docker_image needs a
-container: it is refused (exit 3) unless task.toml declares [environment] host_ok = true.
+A task with environment/Dockerfile or [environment] docker_image needs a container: unless
+task.toml declares [environment] host_ok = true it runs in the container engine (docker,
+podman) when one answers: its image is built, each run gets a container of its own (removed
+afterwards), with this project's verifier when the image has pytest and tests/test.sh
+otherwise. Without an engine, or for a compose task, it is refused (exit 3).
+Every run is appended to the ledger (kind "harbor"; --ledger PATH, --no-ledger).
 Exit status of run: 0 solved (--solution: the task is valid), 1 not solved (--solution: the
-task is invalid), 2 bad input, 3 refused or no verdict (a timeout, a crashed run).
-check: 0 the task can be verified here, 2 it cannot (errors listed), 3 it needs a container.
-See docs/harbor.md.
+task is invalid), 2 bad input, 3 refused or no verdict (a timeout, a crashed run, the
+container engine failed).
+check: 0 the task can be verified here, 2 it cannot (errors listed), 3 it needs a container
+this machine cannot give it. See docs/harbor.md.
 """
 
 
@@ -71,14 +76,15 @@ def cmd_harbor_check(args: argparse.Namespace) -> int:
     found, _ = static_tests(spec)
     engine = find_engine() if spec.needs_container else None
     errors = [f for f in findings if f.severity == "error"]
-    runs_here = not errors and not spec.needs_container
-    why_not = (errors[0].message if errors else refusal(spec, engine) if engine is not None else None)
+    refused = refusal(spec, engine) if engine is not None else None
+    runs_here = not errors and refused is None
     report = {
         "task": spec.to_dict(),
         "tests": [t.test_id for t in found],
         "engine": engine.to_dict() if engine is not None else None,
         "runs_here": runs_here,
-        "why_not": why_not,
+        "runs_in": None if not runs_here else "container" if spec.needs_container else "host",
+        "why_not": errors[0].message if errors else refused,
         "findings": [f.to_dict() for f in findings],
     }
     if args.json:
@@ -87,7 +93,7 @@ def cmd_harbor_check(args: argparse.Namespace) -> int:
         _check_table(spec, report)
     if errors:
         return EXIT_BAD_INPUT
-    return EXIT_REFUSED if spec.needs_container else 0
+    return EXIT_REFUSED if refused is not None else 0
 
 
 def _check_table(spec: Any, report: dict[str, Any]) -> None:
@@ -99,11 +105,21 @@ def _check_table(spec: Any, report: dict[str, Any]) -> None:
     table.add_column("what", style="bold")
     table.add_column("value", overflow="fold")
     container = ", ".join(spec.container) or "no"
+    if spec.container and spec.host_ok:
+        container += " (host_ok: runs on the host)"
+    elif report["runs_in"] == "container":
+        engine = report["engine"]
+        container += (f" (runs in the container engine: {engine['detail']}; network: "
+                      + ", ".join(f"{phase} {mode}" for phase, mode in spec.network.items()) + ")")  # fmt: skip
+    runs = "no: " + str(report["why_not"])
+    if report["runs_here"]:
+        runs = ("yes, in a container: this project's verifier when the image has pytest, else tests/test.sh"
+                if report["runs_in"] == "container" else "yes, on the host")  # fmt: skip
     rows = [
         ("task", f"{spec.root} ({spec.layout} layout, {spec.rel(spec.config_file)})"),
         ("instruction", spec.rel(spec.instruction) or ("in task.yaml" if spec.instruction_text else "missing")),
-        ("container", container + (" (host_ok: runs on the host)" if spec.container and spec.host_ok else "")),
-        ("runs here", "yes" if report["runs_here"] else f"no: {report['why_not']}"),
+        ("container", container),
+        ("runs here", runs),
         ("initial state", spec.rel(spec.initial_state_source()) or "empty"),
         ("tests", f"{', '.join(spec.rel(p) for p in spec.test_files) or 'none'}: {len(report['tests'])} test function(s)"),
         ("test script", spec.rel(spec.test_script) or "none"),
@@ -158,10 +174,28 @@ def cmd_harbor_run(args: argparse.Namespace) -> int:
         python = resolve_python(args.python)
     except BadInput as exc:
         raise _error(str(exc)) from None
+    from .ledger import DEFAULT_LEDGER
+
+    ledger = None if args.no_ledger else Path(args.ledger) if args.ledger else DEFAULT_LEDGER
     options = RunOptions(workdir=workdir, solution=args.solution, out=Path(args.out) if args.out else None,
-                         python=python, timeout=args.timeout, keep=args.keep)  # fmt: skip
+                         python=python, timeout=args.timeout, keep=args.keep, ledger=ledger,
+                         benchmark=args.benchmark)  # fmt: skip
+    import signal
+
+    from .testrun import allow_runs, kill_all
+
+    def terminate(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, terminate)  # a killed run stops like an interrupted one
     try:
         result = run_task(spec, options)
+    except KeyboardInterrupt:
+        kill_all()  # the tests' process groups on this machine; every container was removed on the way out
+        allow_runs()
+        print("objective-score harbor: interrupted; the tests were stopped and every container removed; nothing was "
+              "recorded", file=sys.stderr)  # fmt: skip
+        return 130
     except TaskError as exc:
         raise _error(str(exc)) from None
     except NeedsContainer as exc:
@@ -169,10 +203,15 @@ def cmd_harbor_run(args: argparse.Namespace) -> int:
             print(dump({"task": spec.to_dict(), "status": "refused", "reason": str(exc), "exit_code": EXIT_REFUSED}))
         print(f"objective-score harbor: refused: {exc}", file=sys.stderr)
         return EXIT_REFUSED
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
     if args.json:
         print(dump(result.to_dict()))
     else:
         _run_table(result)
+    if result.ledger is not None and result.ledger.get("error"):
+        print(f"objective-score harbor: ledger: NOT written to {result.ledger['path']}: {result.ledger['error']}",
+              file=sys.stderr)  # fmt: skip
     return int(result.exit_code)
 
 
@@ -195,10 +234,19 @@ def _run_table(result: Any) -> None:
             "-" if reward is None else f"{reward.reward:.4g}",
             "-" if reward is None or reward.threshold is None else f">= {reward.threshold:g}",
             solved, "-" if reward is None or reward.tier is None else reward.tier,
-            "-" if reward is None else f"{reward.passed}/{reward.total}", f"{run.run['wall_time']:.2f}",
+            "-" if reward is None or reward.total is None else f"{reward.passed}/{reward.total}",
+            f"{run.run['wall_time']:.2f}",
         )  # fmt: skip
     console.print(table)
+    if result.container is not None:
+        box = result.container
+        console.print(f"container: {escape(str(box['engine']['name']))}, image {escape(str(box['image']))}"
+                      + (f" ({escape(str(box['image_id']))[:19]})" if box.get("image_id") else "")
+                      + ", network " + ", ".join(f"{p} {m}" for p, m in box["network"].items()), soft_wrap=True)  # fmt: skip
     for run in runs:
+        which = "this project's verifier" if run.verifier == "objective-scoring" else f"the task's {run.verifier} (its reward file)"
+        console.print(f"{run.label}: verified by {which}, {'in the container' if run.where == 'container' else 'on this machine'}"
+                      + (f" ({run.failure_class} failure)" if run.failure_class else ""), soft_wrap=True)  # fmt: skip
         if run.no_verdict_reason:
             console.print(f"[red]{run.label}: no verdict[/red]: {escape(run.no_verdict_reason)}", soft_wrap=True)
         failing = [t for t in run.envelope.get("tests", []) if t["status"] != "passed"]
@@ -212,7 +260,7 @@ def _run_table(result: Any) -> None:
             console.print(f"  {run.label}: removed {escape(removed)} from the copy (it would load in place of the verifier)")
     if result.solve is not None:
         solve = result.solve
-        state = "timed out" if solve["timed_out"] else f"exit status {solve['exit_code']}"
+        state = solve.get("error") or ("timed out" if solve["timed_out"] else f"exit status {solve['exit_code']}")
         console.print(f"solution: {escape(result.task.rel(result.task.solution) or '')} ({state}, {solve['wall_time']:.2f}s)")
     for finding in result.findings:
         style = {"invalid": "bold red", "warning": "yellow"}.get(finding.severity, "dim")
@@ -224,6 +272,8 @@ def _run_table(result: Any) -> None:
         console.print("verdict: " + ("[green]SOLVED[/green]" if result.verification.solved else "[red]NOT SOLVED[/red]"))
     for path in result.written:
         console.print(f"written: {escape(path)}", soft_wrap=True)
+    if result.ledger is not None and result.ledger.get("seq") is not None:
+        console.print(f"ledger: entry {result.ledger['seq']} appended to {escape(result.ledger['path'])}", soft_wrap=True)
 
 
 def add_parser(sub: Any) -> None:
@@ -249,6 +299,9 @@ def add_parser(sub: Any) -> None:
     run.add_argument("--python", metavar="PATH", default=sys.executable,
                      help="Interpreter (with pytest) that runs the task's tests (default: this one)")  # fmt: skip
     run.add_argument("--keep", action="store_true", help="Keep the workspace (its path is in the result)")
+    options.add_ledger_options(run.add_argument, prefix="")
+    run.add_argument("--benchmark", metavar="NAME", help="The benchmark this task belongs to (default: the task's "
+                     "[metadata] benchmark, else unknown); summaries never rank or average across benchmarks")  # fmt: skip
     run.add_argument("--json", action="store_true", help="Print the result as JSON instead of the table")
     run.set_defaults(handler=cmd_harbor_run)
     check = actions.add_parser("check", help="Validate a task directory and report what it needs",

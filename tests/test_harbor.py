@@ -25,10 +25,12 @@ from pytest_objective_scoring.harbor import (
     compute_reward,
     find_engine,
     load_task,
+    refusal,
     resolve_env,
     run_task,
     static_tests,
 )
+from pytest_objective_scoring.ledger import Ledger, verify
 
 from .conftest import FIXTURES
 
@@ -64,6 +66,8 @@ def test_fixtures_load_in_their_metric_spaces() -> None:
     assert (csv.name, csv.layout, csv.metric_space) == ("objective-scoring/fix-csv-total", "harbor", "binary")
     assert csv.container == ("environment/Dockerfile",) and csv.host_ok and not csv.needs_container
     assert (csv.verifier_timeout, csv.agent_timeout) == (60.0, 120.0)
+    assert csv.network == {"agent": "no-network", "verifier": "no-network"}  # allow_internet = false
+    assert (csv.build_timeout, csv.cpus, csv.memory_mb, csv.benchmark) == (300.0, 1, 512, None)
     assert csv.rules.solved_threshold == 1.0
     report = load_task(REPORT)
     assert report.metric_space == "continuous_reward" and report.rules.solved_threshold == 0.95
@@ -96,6 +100,11 @@ def test_fixtures_load_in_their_metric_spaces() -> None:
         ("[environment]\nhost_ok = 'yes'", "[environment] host_ok", "expected true or false, got 'yes'"),
         ("[environment]\nhost_workdir = '../..'", "[environment] host_workdir", "leaves the task directory"),
         ("[task]\nname = ''", "[task] name", "expected a non-empty string"),
+        ("[verifier]\nnetwork_mode = 'none'", "[verifier] network_mode", "expected one of 'public', 'no-network', 'allowlist'"),
+        ("[environment]\nallow_internet = 'no'", "[environment] allow_internet", "expected true or false, got 'no'"),
+        ("[environment]\ncpus = 0", "[environment] cpus", "expected a number > 0, got 0"),
+        ("[environment]\nmemory_mb = 1.5", "[environment] memory_mb", "expected an integer > 0, got 1.5"),
+        ("[environment]\nbuild_timeout_sec = -5", "[environment] build_timeout_sec", "expected a number of seconds > 0"),
     ],
 )
 def test_malformed_task_toml_names_the_file_and_the_key(tmp_path: Path, toml: str, key: str | None, problem: str) -> None:
@@ -232,10 +241,13 @@ def test_a_container_task_is_refused_before_anything_runs(tmp_path: Path) -> Non
     assert message.endswith("no container engine on PATH (looked for docker, podman)")
     assert not out.exists()
     usable = EngineStatus("docker", "/usr/bin/docker", True, "docker at /usr/bin/docker answers")
-    with pytest.raises(NeedsContainer, match="runs tasks on the host only; run the task with Harbor"):
-        run_task(spec, RunOptions(solution=True), engine=usable)
+    assert refusal(spec, usable) is None  # it runs in the engine's containers (tests/test_harbor_container.py)
+    compose = make_task(tmp_path / "k", "", files={"environment/compose.yaml": "services: {}\n"})
+    with pytest.raises(NeedsContainer, match=r"environment/compose\.yaml makes it a multi-container \(compose\) task"):
+        run_task(load_task(compose), RunOptions(solution=True), engine=usable)
     image = make_task(tmp_path / "i", "[environment]\ndocker_image = 'python:3.12'\n")
     assert load_task(image).container == ("[environment] docker_image = 'python:3.12'",)
+    assert load_task(image).docker_image == "python:3.12"
 
 
 @pytest.mark.slow
@@ -246,8 +258,16 @@ def test_find_engine_reads_path(tmp_path: Path) -> None:
     fake.chmod(0o755)
     down = find_engine(str(tmp_path))
     assert (down.name, down.usable) == ("docker", False) and "does not answer: Cannot connect" in down.detail
+    podman = tmp_path / "podman"  # docker does not answer, podman does: podman it is
+    podman.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+    podman.chmod(0o755)
+    assert (find_engine(str(tmp_path)).name, find_engine(str(tmp_path)).usable) == ("podman", True)
+    podman.write_text("#!/bin/sh\necho 'cannot connect to Podman' >&2\nexit 125\n", encoding="utf-8")
+    both = find_engine(str(tmp_path))
+    assert (both.name, both.usable) == ("docker", False)
+    assert "docker is on PATH" in both.detail and "; podman is on PATH" in both.detail
     fake.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
-    assert find_engine(str(tmp_path)).usable
+    assert find_engine(str(tmp_path)).usable and find_engine(str(tmp_path)).name == "docker"
 
 
 @pytest.mark.slow
@@ -282,7 +302,8 @@ def test_cli_refuses_a_container_task_without_an_engine(tmp_path: Path, docker: 
 def test_the_oracle_solves_each_fixture_and_the_initial_state_does_not(tmp_path: Path, task: Path) -> None:
     spec = load_task(task)
     out = tmp_path / "verifier"
-    result = run_task(spec, RunOptions(solution=True, out=out))
+    ledger = tmp_path / "ledger.sqlite"
+    result = run_task(spec, RunOptions(solution=True, out=out, ledger=ledger, benchmark="fixtures"))
     assert result.exit_code == EXIT_SOLVED and result.valid is True and result.findings == []
     assert result.solve is not None and result.solve["exit_code"] == 0
     oracle, initial = result.verification, result.initial
@@ -293,6 +314,24 @@ def test_the_oracle_solves_each_fixture_and_the_initial_state_does_not(tmp_path:
     document = json.loads((out / "objective-scoring.json").read_text(encoding="utf-8"))
     assert document["valid"] is True and document["metric_space"] == spec.metric_space
     assert (out / "test-stdout.txt").is_file()
+    # one ledger entry of kind harbor, in the task's own metric space
+    assert result.ledger is not None and document["ledger"]["seq"] == result.ledger["seq"] == 1
+    assert verify(ledger).ok
+    with Ledger(ledger) as opened:
+        [entry] = list(opened.entries())
+    body = entry.data
+    assert (entry.kind, body["source"], body["task"], body["mode"], body["benchmark"]) == (
+        "harbor", "harbor", spec.name, "oracle", "fixtures")
+    assert (body["metric_space"], body["threshold"], body["tiers"]) == (
+        spec.metric_space, spec.rules.solved_threshold, [t.name for t in spec.rules.tiers])
+    assert (body["outcome"], body["failure_class"], body["solved"], body["valid"]) == ("valid", "none", True, True)
+    assert (body["verifier"], body["where"], body["reward"]["reward"]) == ("objective-scoring", "host", 1.0)
+    assert [t["status"] for t in body["tests"]] == ["passed"] * (oracle.reward.total or 0)
+    assert body["initial"]["solved"] is False and body["initial"]["reward"]["reward"] == initial.reward.reward
+    assert body["patch_ref"] == oracle.patch_ref and body["initial"]["patch_ref"] == initial.patch_ref
+    digests = body["digests"]
+    assert digests["patch"] == oracle.patch_ref and digests["task"] == result.task_digest
+    assert digests["environment"].startswith("sha256:") and digests["score"].startswith("sha256:")
     if spec.metric_space == "binary":
         assert (out / "reward.txt").read_text() == "1\n" and not (out / "reward.json").exists()
         assert (initial.reward.passed, initial.reward.total) == (1, 3)  # the bug leaves one test passing
@@ -379,12 +418,21 @@ def test_a_verifier_timeout_is_no_verdict_and_writes_no_reward(tmp_path: Path) -
                      tests="import time\n\ndef test_slow():\n    time.sleep(60)\n")  # fmt: skip
     workdir = tmp_path / "wd"
     workdir.mkdir()
-    result = run_task(load_task(task), RunOptions(workdir=workdir, timeout=300))
+    ledger = tmp_path / "ledger.sqlite"
+    result = run_task(load_task(task), RunOptions(workdir=workdir, timeout=300, ledger=ledger))
     assert result.exit_code == EXIT_REFUSED
     assert result.verification.no_verdict_reason == "the verifier timed out after 1s"  # the task's timeout wins
     assert result.verification.timeout_source == "task.toml [verifier] timeout_sec"
     out = workdir / "logs" / "verifier"
     assert sorted(p.name for p in out.iterdir()) == ["objective-scoring.json", "test-stdout.txt"]
+    # recorded as an infrastructure failure, never as "not solved"
+    assert (result.outcome, result.failure_class) == ("infrastructure_failure", "verifier")
+    with Ledger(ledger) as opened:
+        [entry] = list(opened.entries("harbor"))
+    body = entry.data
+    assert (body["status"], body["solved"], body["outcome"], body["failure_class"], body["reward"]) == (
+        "no_verdict", None, "infrastructure_failure", "verifier", None)
+    assert body["no_verdict_reason"] == "the verifier timed out after 1s" and body["exit_code"] == EXIT_REFUSED
 
 
 # ---------------------------------------------------------------------------- the command line
@@ -405,16 +453,43 @@ def test_cli_end_to_end(tmp_path: Path) -> None:
         "oracle", True, 1.0, False)
     out = tmp_path / ".objective-scoring" / "harbor" / "fix-csv-total" / "verifier"
     assert (out / "reward.txt").read_text() == "1\n" and data["out"] == str(out)
+    # the default ledger, as every command's: .objective-scoring/ledger.sqlite in the current folder
+    assert data["ledger"]["seq"] == 1 and data["ledger"]["path"] == ".objective-scoring/ledger.sqlite"
+    ledger = tmp_path / ".objective-scoring" / "ledger.sqlite"
+    checked = subprocess.run([sys.executable, "-m", "pytest_objective_scoring", "ledger", "verify", "--ledger",
+                              str(ledger)], check=False, capture_output=True, text=True)  # fmt: skip
+    assert checked.returncode == 0 and "1 rows, chain intact" in checked.stdout
+    # harbor entries are never read as SWE-style resolve rates: costs and ledger show read kind score only
+    for args in (["costs", "--json"], ["ledger", "show", "--json"]):
+        read = subprocess.run([sys.executable, "-m", "pytest_objective_scoring", *args, "--ledger", str(ledger)],
+                              check=False, capture_output=True, text=True)  # fmt: skip
+        assert read.returncode == 0, read.stderr
+        shown = json.loads(read.stdout)
+        if args[0] == "costs":
+            assert (shown["runs"], shown["benchmarks"]) == (0, [])
+        else:
+            assert shown == []
 
     workdir = tmp_path / "app"
     workdir.mkdir()
     shutil.copy(REPORT / "environment" / "sales.csv", workdir)
     subprocess.run(["bash", str(REPORT / "solution" / "solve.sh")], cwd=workdir, check=True)
     (workdir / "summary.json").unlink()  # three of four tests pass: 0.75 < 0.95
-    table = cli("run", str(REPORT), "--workdir", str(workdir), "--out", str(tmp_path / "v"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    table = cli("run", str(REPORT), "--workdir", str(workdir), "--out", str(tmp_path / "v"), "--no-ledger", cwd=elsewhere)
     assert table.returncode == EXIT_NOT_SOLVED, table.stderr
     assert "0.75" in table.stdout and "partial" in table.stdout and "NOT SOLVED" in table.stdout
+    assert "workdir: verified by this project's verifier, on this machine" in table.stdout
     assert json.loads((tmp_path / "v" / "reward.json").read_text())["reward"] == 0.75
+    assert "ledger:" not in table.stdout and not (elsewhere / ".objective-scoring").exists()  # --no-ledger
+    recorded = cli("run", str(REPORT), "--workdir", str(workdir), "--out", str(tmp_path / "v"), "--ledger",
+                   str(tmp_path / "mine.sqlite"), cwd=elsewhere)  # fmt: skip
+    assert f"ledger: entry 1 appended to {tmp_path / 'mine.sqlite'}" in recorded.stdout.replace("\n", "")
+    with Ledger(tmp_path / "mine.sqlite") as opened:
+        [entry] = list(opened.entries())
+    assert (entry.data["outcome"], entry.data["failure_class"], entry.data["reward"]["reward"]) == (
+        "not_solved", "solver", 0.75)
 
 
 @pytest.mark.slow
