@@ -118,16 +118,20 @@ def kill_all() -> int:
         _STOPPING.set()
         groups = list(_LIVE_GROUPS)
     for group in groups:
-        try:
-            os.killpg(group, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _kill_group(group)
     return len(groups)
 
 
 def allow_runs() -> None:
     """Let test runs start again after :func:`kill_all`."""
     _STOPPING.clear()
+
+
+def _kill_group(group: int) -> None:
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def run_process(
@@ -161,19 +165,23 @@ def run_process(
 
     waiter = threading.Thread(target=wait, daemon=True)
     waiter.start()
-    waiter.join(timeout)
+    try:
+        waiter.join(timeout)
+    except BaseException:  # Ctrl-C while waiting (the main thread): the test run must not outlive it
+        _kill_group(proc.pid)
+        deadline = time.monotonic() + 5  # the waiter reaps it (an interrupted join cannot be trusted to wait)
+        while "status" not in waited and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if "status" in waited:
+            proc.returncode = os.waitstatus_to_exitcode(waited["status"])
+        with _LIVE_LOCK:
+            _LIVE_GROUPS.discard(proc.pid)
+        raise
     timed_out = waiter.is_alive()
     if timed_out:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        _kill_group(proc.pid)
         waiter.join()
-    # Kill anything the test run left behind in its group, even on success.
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    _kill_group(proc.pid)  # anything the test run left behind in its group, even on success
     with _LIVE_LOCK:
         _LIVE_GROUPS.discard(proc.pid)
     code = os.waitstatus_to_exitcode(waited["status"])

@@ -651,3 +651,35 @@ def test_exec_with_a_forged_file_name_does_not_hide_a_patched_internal(tmp_path,
     result = grade("intervals", diff.encode(), repo=repo)
     assert result.envelope["score"]["resolved"] == "not_resolved"
     assert any(f["kind"] == "pytest_internals_patched" for f in result.envelope["integrity"]["flags"]), result.envelope["integrity"]
+
+
+def test_an_interrupt_while_waiting_kills_the_whole_test_process_group(tmp_path: Path) -> None:
+    """Ctrl-C in the grader's main thread, while a test run is going: nothing of the run outlives it."""
+    import signal
+
+    from pytest_objective_scoring.testrun import run_process
+
+    pidfile = tmp_path / "group"
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 1.0)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_process(["sh", "-c", f"echo $$ > {pidfile}; sleep 60 & sleep 60"], cwd=tmp_path, env=dict(os.environ),
+                        timeout=60, log=tmp_path / "log")  # fmt: skip
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    group = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    with pytest.raises(ProcessLookupError):  # the shell and its background sleep are gone
+        os.killpg(group, 0)
