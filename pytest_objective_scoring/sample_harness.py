@@ -73,7 +73,7 @@ def encode_plain(value, ref=None, depth=0):  # type: ignore[no-untyped-def]
     kind = type(value)
     if value is None or kind is bool or kind is str:
         return value
-    if depth > 100:
+    if depth > 100:  # decode_plain stops at 50: what the checks wrap around a sample's result still encodes
         raise ValueError("nested more than 100 levels deep")
     if kind is int:
         return {"int": hex(value)}
@@ -98,8 +98,8 @@ def decode_plain(value, ref=None, depth=0):  # type: ignore[no-untyped-def]
     kind = type(value)
     if value is None or kind is bool or kind is str:
         return value
-    if kind is not dict or len(value) != 1 or depth > 100:
-        raise ValueError("not an encoding of plain data")
+    if kind is not dict or len(value) != 1 or depth > 50:
+        raise ValueError("not an encoding of plain data (or nested more than 50 levels deep)")
     tag, body = next(iter(value.items()))
     if tag == "int" and type(body) is str:
         return int(body, 16)
@@ -176,7 +176,8 @@ PREFIX = "@objective-sample@"
 OUTPUT_LIMIT = 64 * 1024 * 1024
 REPLY_LIMIT = 64 * 1024 * 1024
 DETAIL_LIMIT = 600
-CLONE_NEWUSER, CLONE_NEWNS = 0x10000000, 0x00020000
+CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWIPC = 0x10000000, 0x00020000, 0x08000000
+SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM")
 PR_SET_DUMPABLE = 4
 MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE, MS_STRICTATIME = 1, 32, 4096, 16384, 1 << 18, 1 << 24
 PLAIN = "None, bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset"
@@ -273,14 +274,16 @@ class Sandbox(object):
         self.mode = None
 
     def _user_namespace(self):
+        _default_signals()
         if self.unshare(CLONE_NEWUSER) != 0:
             raise OSError(self.ctypes.get_errno(), "unshare(CLONE_NEWUSER)")
 
     def _read_only(self):
         """In the child, before it runs anything: its own user and mount namespaces, where every
         file system is remounted read-only but its own directory (checked: else it raises)."""
-        if self.unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0:
-            raise OSError(self.ctypes.get_errno(), "unshare(CLONE_NEWUSER | CLONE_NEWNS)")
+        _default_signals()
+        if self.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC) != 0:
+            raise OSError(self.ctypes.get_errno(), "unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC)")
         mount, keep = self.libc.mount, self.writable
         if mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
             raise OSError(self.ctypes.get_errno(), "mount --make-rprivate /")
@@ -303,20 +306,24 @@ class Sandbox(object):
             os.chdir(keep)
 
     def popen(self, command, **options):
-        """Start a process that runs the sample's code, as confined as this machine allows."""
+        """Start a process that runs the sample's code, as confined as this machine allows: the
+        first process decides how; every later one is confined the same way, or is not started."""
         import subprocess
-        for mode, confine in (("read-only", self._read_only), ("user-namespace", self._user_namespace)):
-            if self.unshare is None or self.mode not in (None, mode):
+        _ignore_signals()
+        modes = (("read-only", self._read_only), ("user-namespace", self._user_namespace),
+                 ("same-user", _default_signals))
+        for mode, confine in modes:
+            if self.mode not in (None, mode) or (self.unshare is None and mode != "same-user"):
                 continue
             try:
                 proc = subprocess.Popen(command, preexec_fn=confine, **options)
             except subprocess.SubprocessError:
+                if self.mode is not None:
+                    raise OSError("the sample's process could not be confined as the first one was (%s)" % mode)
                 continue
             self.mode = mode
             return proc
-        proc = subprocess.Popen(command, **options)
-        self.mode = "same-user"
-        return proc
+        raise OSError("no way to start the sample's process")
 
     def report(self):
         resistant = bool(self.undumpable and self.mode == "read-only")
@@ -333,6 +340,22 @@ class Sandbox(object):
                    "and its files")
         return {"isolation": "separate" if resistant else "separate-unconfined", "sample_process": self.mode,
                 "checker_undumpable": bool(self.undumpable), "detail": why}
+
+
+def _ignore_signals():
+    """The checker ignores the signals its sample could send it (it dies only by the grader's SIGKILL)."""
+    import signal
+    for name in SIGNALS:
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_IGN)
+
+
+def _default_signals():
+    """In the sample's process, before exec: the signals the checker ignores are back to their defaults."""
+    import signal
+    for name in SIGNALS:
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
 
 
 def _mounts(path):
@@ -517,7 +540,12 @@ class SampleObject(object):
         return self._channel.call({"ref": self._ref}, args, kwargs)
 
     def __repr__(self):
-        return "<the sample's %s object>" % self._type
+        return "<the sample's object>"  # never text the sample chose
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        return repr(self)
 
     def _refuse(self, *args):
         raise TypeError("the sample's %s object is not plain data (%s): it stays in the sample's process, and the "
@@ -616,6 +644,8 @@ def _raised(reply):
     name, detail = str(reply.get("raised")), str(reply.get("detail", ""))[:DETAIL_LIMIT]
     message = detail[len(name) + 2:] if detail.startswith(name + ": ") else detail
     kind = getattr(builtins, name, None) if reply.get("module") == "builtins" else None
+    if kind in (StopIteration, StopAsyncIteration):  # would silently end the check's loop (PEP 479)
+        return RuntimeError("the sample raised %s: %s" % (name, message))
     if isinstance(kind, type) and issubclass(kind, Exception):
         try:
             return kind(message)

@@ -122,6 +122,7 @@ class Problem:
     test_classes: tuple[str, ...] = ()  # BigCodeBench: the test module's top-level classes
     cases: tuple[Case, ...] = ()  # LiveCodeBench
     release_date: str | None = None
+    reference: str = ""  # the problem's own solution, as a whole program ("" when the row has none)
 
     @property
     def released(self) -> _dt.datetime | None:
@@ -386,8 +387,10 @@ def parse_problem(row: Mapping[str, Any], where: str) -> Problem:
         tree = _parse(test, where, "field 'test'")
         if not any(f.name == "check" for f in _top_level(tree, ast.FunctionDef)):
             raise SampleError(f"{where}: field 'test' defines no top-level check(candidate) (HumanEval format)")
-        return Problem(task_id=task_id, style=style, where=where, prompt=_text(row, "prompt", where),
-                       entry_point=_identifier(row, "entry_point", where), test=test, release_date=release)  # fmt: skip
+        prompt, canonical = _text(row, "prompt", where), _text(row, "canonical_solution", where, required=False)
+        return Problem(task_id=task_id, style=style, where=where, prompt=prompt,
+                       entry_point=_identifier(row, "entry_point", where), test=test, release_date=release,
+                       reference=prompt + canonical if canonical else "")  # fmt: skip
     if style == "mbpp":
         asserts = _strings(row, "test_list", where, required=True)
         if not asserts:
@@ -400,7 +403,7 @@ def parse_problem(row: Mapping[str, Any], where: str) -> Problem:
         setup = _text(row, "test_setup_code", where, required=False)
         _parse(setup, where, "field 'test_setup_code'")
         return Problem(task_id=task_id, style=style, where=where, test=setup, asserts=asserts, imports=imports,
-                       release_date=release)  # fmt: skip
+                       release_date=release, reference=_text(row, "code", where, required=False))  # fmt: skip
     # bigcodebench
     test = _text(row, "test", where)
     tree = _parse(test, where, "field 'test'")

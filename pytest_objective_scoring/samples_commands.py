@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -145,6 +146,8 @@ def probe_python(python: str) -> tuple[str, str]:
 
 def _remove(path: Path) -> None:
     def unlock(function: Any, name: str, _: Any) -> None:
+        if os.path.islink(name):  # the sample's symlink: chmod would follow it out of the directory
+            return
         try:
             os.chmod(os.path.dirname(name), 0o700)
             os.chmod(name, 0o700)
@@ -155,17 +158,48 @@ def _remove(path: Path) -> None:
     shutil.rmtree(path, onerror=unlock)
 
 
-def run_sample(problem: Problem, sample: Sample, *, python: str, timeout: float, root: Path, prefix: Sequence[str]) -> SampleResult:
+class Splits:
+    """Whether each problem's checks can run split, decided once per problem by its own reference
+    solution (HumanEval's ``canonical_solution``, MBPP's ``code``), never by a sample: a sample
+    must not be able to choose to run in the checker's process, where it could forge its verdict."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, bool] = {}
+        self._lock = threading.Lock()
+
+    def split(self, problem: Problem, run: Callable[[Sample], SampleResult]) -> bool | None:
+        """True: the reference runs split; False: it cannot either; None: the problem has no reference."""
+        if not problem.reference:
+            return None
+        with self._lock:
+            if problem.task_id not in self._known:
+                reference = run(Sample(problem.task_id, -1, 0, "solution", problem.reference))
+                self._known[problem.task_id] = reference.outcome.phase != samples.UNSPLITTABLE
+            return self._known[problem.task_id]
+
+
+def run_sample(problem: Problem, sample: Sample, *, python: str, timeout: float, root: Path, prefix: Sequence[str],
+               splits: Splits | None = None) -> SampleResult:  # fmt: skip
     """Run one sample in a fresh directory below ``root``, in a subprocess of ``python``, and fold its report.
 
-    A HumanEval or MBPP sample runs split (its code in a process of its own); when the problem's
-    checks pass it something that is not plain data, it runs again in the checker's process,
-    as the benchmark's own harness would, and its outcome says so (``isolation: shared``).
+    A HumanEval or MBPP sample runs split (its code in a process of its own). When the checks
+    had to hand it something that is not plain data, the problem's reference solution decides
+    (:class:`Splits`): if the reference runs split, the sample steered the checks there and
+    fails; if not, or without a reference, the sample runs again in the checker's process, as
+    the benchmark's own harness would, and its outcome says so (``isolation: shared``).
     """
-    result = _run_once(problem, sample, python=python, timeout=timeout, root=root, prefix=prefix, isolation="split")
+
+    def once(what: Sample, isolation: str) -> SampleResult:
+        return _run_once(problem, what, python=python, timeout=timeout, root=root, prefix=prefix, isolation=isolation)
+
+    result = once(sample, "split")
     if result.outcome.phase != samples.UNSPLITTABLE:
         return result
-    shared = _run_once(problem, sample, python=python, timeout=timeout, root=root, prefix=prefix, isolation="shared")
+    if (splits or Splits()).split(problem, lambda reference: once(reference, "split")):
+        detail = (f"{result.outcome.detail}; the problem's reference solution runs split, so the sample's own "
+                  "results led the checks there: failed")  # fmt: skip
+        return SampleResult(sample, Outcome("failed", detail, "check", result.outcome.isolation), result.wall_time, result.cpu)
+    shared = once(sample, "shared")
     return SampleResult(sample, shared.outcome, result.wall_time + shared.wall_time, result.cpu + shared.cpu)
 
 
@@ -224,6 +258,7 @@ def run_samples(problems: Sequence[Problem], to_run: Sequence[Sample], *, python
 
     by_id = {p.task_id: p for p in problems}
     prefix = isolation_prefix(network=False)
+    splits = Splits()
     undumpable()
     results: dict[int, SampleResult] = {}
     allow_runs()
@@ -236,7 +271,7 @@ def run_samples(problems: Sequence[Problem], to_run: Sequence[Sample], *, python
                 while queue and len(pending) < workers:
                     position, sample = queue.pop(0)
                     future = pool.submit(run_sample, by_id[sample.task_id], sample, python=python, timeout=timeout,
-                                         root=Path(root), prefix=prefix)  # fmt: skip
+                                         root=Path(root), prefix=prefix, splits=splits)  # fmt: skip
                     pending[future] = position
                 done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
                 for future in done:

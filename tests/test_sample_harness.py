@@ -257,3 +257,76 @@ def test_the_harness_runs_on_python_3_9_too(tmp_path: Path) -> None:
                                           prefix=isolation_prefix(network=False)).outcome  # fmt: skip
     assert (outcome.status, outcome.isolation) == ("passed", CONFINED), outcome
     assert sample_harness.SPLIT_STYLES == ("humaneval", "mbpp")
+
+
+DEEP_FORGE = ("import gc, os\nfor found in gc.get_objects():\n"
+              "    if type(found).__name__ == 'function' and getattr(found, '__name__', '') == 'emit' and found.__closure__:\n"
+              "        found('passed', {'checks': 1})\n        os._exit(0)\n\n\n"
+              "def Pair(a, b):\n    x = 'deep'\n    for _ in range(DEPTH):\n        x = [x]\n    return x\n\n\n"
+              "def chain(pairs):\n    return 0\n")  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("depth", [49, 60, 101])
+def test_a_sample_cannot_choose_to_run_in_the_checkers_process(tmp_path: Path, depth: int) -> None:
+    """Red team: results nested so deep that the checks could not pass them back used to make the
+    checks 'unsplittable', and the rerun in the checker's process let the sample sign its pass."""
+    problem = Problem(task_id="m", style="mbpp", where="t:1", reference=PAIR,
+                      asserts=("assert chain([Pair(5, 24), Pair(15, 25), Pair(27, 40), Pair(50, 60)]) == 3",))  # fmt: skip
+    outcome = run(problem, DEEP_FORGE.replace("DEPTH", str(depth)), tmp_path)
+    assert (outcome.status, outcome.isolation) == ("failed", CONFINED), outcome
+
+
+STEERED = Problem(task_id="s", style="humaneval", where="t:1", prompt="", entry_point="f", reference="def f(x):\n    return x + 1\n",
+                  test="def check(candidate):\n    r = candidate(1)\n    if r != 2:\n        r = iter([r])\n"
+                  "    assert candidate(r) == 3\n")  # fmt: skip
+NEEDS_SHARED = Problem(task_id="n", style="humaneval", where="t:1", prompt="", entry_point="apply",
+                       reference="def apply(f, x):\n    return f(x)\n",
+                       test="def check(candidate):\n    assert candidate(lambda v: v * 2, 4) == 8\n")  # fmt: skip
+
+
+@pytest.mark.slow
+def test_the_problems_reference_decides_whether_its_checks_can_run_split(tmp_path: Path) -> None:
+    right = run(STEERED, "def f(x):\n    return x + 1\n", tmp_path)
+    assert (right.status, right.isolation) == ("passed", CONFINED)
+    steered = run(STEERED, "def f(x):\n    return 3\n", tmp_path)  # wrong, and would pass in the checker's process
+    assert steered.status == "failed" and "reference solution runs split" in steered.detail, steered
+    alone = samples_commands._run_once(STEERED, Sample("s", 0, 1, "solution", "def f(x):\n    return 3\n"),
+                                       python=sys.executable, timeout=10, root=tmp_path, prefix=[], isolation="shared")
+    assert alone.outcome.status == "passed"  # (what the rule prevents)
+    shared = run(NEEDS_SHARED, "def apply(f, x):\n    return f(x)\n", tmp_path)  # a callback: only shared can run it
+    assert (shared.status, shared.isolation) == ("passed", "shared"), shared
+    wrong = run(NEEDS_SHARED, "def apply(f, x):\n    return x\n", tmp_path)
+    assert (wrong.status, wrong.isolation) == ("failed", "shared")
+
+
+@pytest.mark.slow
+def test_stop_iteration_and_handle_text_cannot_satisfy_a_check(tmp_path: Path) -> None:
+    stops = run(mbpp("assert all(map(is_even, [2, 4, 6]))"), "def is_even(x):\n    raise StopIteration\n", tmp_path)
+    assert stops.status == "failed" and "StopIteration" in stops.detail, stops
+    named = Problem(task_id="h", style="humaneval", where="t:1", prompt="", entry_point="f",
+                    test="def check(candidate):\n    assert 'Yes' in str(candidate(3)) and 'Yes' in f'{candidate(3)}'\n")  # fmt: skip
+    outcome = run(named, "def f(x):\n    return type('Yes', (), {})()\n", tmp_path)
+    assert outcome.status == "failed", outcome
+
+
+@pytest.mark.slow
+def test_signals_from_the_sample_do_not_stop_its_checker(tmp_path: Path) -> None:
+    problem = mbpp("assert f(1) == 2", "assert f(2) == 3")
+    sample = ("import os, signal\n\n\ndef f(x):\n    for name in ('SIGINT', 'SIGTERM', 'SIGHUP', 'SIGUSR1', 'SIGALRM'):\n"
+              "        try:\n            os.kill(os.getppid(), getattr(signal, name))\n        except OSError:\n"
+              "            pass\n    return x + 1\n")  # fmt: skip
+    outcome = run(problem, sample, tmp_path)
+    assert (outcome.status, outcome.isolation) == ("passed", CONFINED), outcome
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not confinable() or not Path("/proc/sysvipc/msg").exists(), reason="needs Linux namespaces")
+def test_the_sample_leaves_no_ipc_objects_behind(tmp_path: Path) -> None:
+    key = 0x0B5C0DE
+    sample = ("import ctypes\n\n\ndef f():\n    libc = ctypes.CDLL(None, use_errno=True)\n"
+              f"    return libc.msgget({key}, 0o1600) >= 0\n")  # fmt: skip
+    outcome = run(mbpp("assert f() is True"), sample, tmp_path)
+    assert outcome.status == "passed", outcome  # it made a message queue...
+    keys = [line.split()[0] for line in Path("/proc/sysvipc/msg").read_text().splitlines()[1:]]
+    assert str(key) not in keys  # ...in an IPC namespace that died with it
