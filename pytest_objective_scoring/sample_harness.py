@@ -8,9 +8,11 @@ grader in a subprocess; it reports in lines signed with a key only it holds. Wha
   answers the checker's calls of its functions. Only plain data crosses between the two
   (:func:`encode_plain`): a result of any other type stays in the sample's process as an opaque
   handle the checks can pass back but never compare. The checker makes itself undumpable and
-  puts the sample process in its own user namespace, so the sample cannot read the checker's key,
-  write to its output, or change its checks: the verdict cannot be forged.
-* **LiveCodeBench** (stdin programs): every case runs the program in its own confined process;
+  gives the sample process namespaces, an unprivileged uid and a root of its own (:class:`Sandbox`),
+  so the sample cannot read the checker's key or the answers, write to its output, change its
+  checks or poison a later run: the verdict cannot be forged.
+* **LiveCodeBench** (stdin programs): every case runs the program in its own confined process
+  (the same :class:`Sandbox`);
   the checker reports exit statuses and output digests and the grader compares them.
 * **BigCodeBench** (``shared``), and a HumanEval or MBPP problem whose checks pass the sample an
   object that is not plain data: the sample runs inside the checker's process, as the benchmark's
@@ -250,17 +252,30 @@ class Sandbox(object):
 
     This process makes itself undumpable: a process without a capability over it can then
     neither read its memory (the key) nor open its file descriptors (the report) nor trace it.
-    Each sample process starts in a user namespace of its own, where it holds no capability
-    over this one even when the grader runs as root, and in a mount namespace of its own where
-    every file system is read-only but its own directory: it cannot change the interpreter, the
-    libraries or the files a later run reads.
+    Each sample process gets, where Linux allows (the first that works, in this order):
+
+    * ``minimal-root``: its own user, mount and IPC namespaces, mapped to an unprivileged uid,
+      and a root of its own that holds only the system directories, the interpreter, its
+      libraries, a few /etc and /dev files, /proc and its own directory, all read-only but
+      that directory. It cannot read the problems, the answers, the grader or other runs, nor
+      change anything a later run reads. This is the only hostile-resistant mode;
+    * ``read-only``: the same namespaces, every file system read-only but its own directory,
+      everything visible;
+    * ``user-namespace``: only a user namespace of its own;
+    * ``same-user``: none.
     """
 
     FLAGS = {"nosuid": 2, "nodev": 4, "noexec": 8, "noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21}
+    SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/dev/null", "/dev/zero",
+              "/dev/full", "/dev/random", "/dev/urandom")
+    ETC = ("passwd", "group", "hosts", "resolv.conf", "nsswitch.conf", "host.conf", "gai.conf", "services",
+           "protocols", "localtime", "timezone", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ssl", "pki",
+           "ca-certificates", "alternatives", "mime.types", "os-release")
 
-    def __init__(self, writable=None):
+    def __init__(self, writable=None, root=None):
         ctypes, libc = _libc()
-        self.ctypes, self.libc, self.writable = ctypes, libc, writable
+        self.ctypes, self.libc, self.writable, self.root = ctypes, libc, writable, root
+        self.ids = (os.geteuid(), os.getegid())
         try:
             self.undumpable = libc is not None and libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
         except BaseException:
@@ -271,26 +286,30 @@ class Sandbox(object):
                 libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
             except BaseException:
                 pass
+        self.keep = _kept(writable) if root is not None and writable is not None else []
         self.mode = None
+
+    def _fail(self, what):
+        raise OSError(self.ctypes.get_errno(), what)
 
     def _user_namespace(self):
         _default_signals()
         if self.unshare(CLONE_NEWUSER) != 0:
-            raise OSError(self.ctypes.get_errno(), "unshare(CLONE_NEWUSER)")
+            self._fail("unshare(CLONE_NEWUSER)")
 
-    def _read_only(self):
-        """In the child, before it runs anything: its own user and mount namespaces, where every
-        file system is remounted read-only but its own directory (checked: else it raises)."""
+    def _namespaces(self):
         _default_signals()
         if self.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC) != 0:
-            raise OSError(self.ctypes.get_errno(), "unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC)")
-        mount, keep = self.libc.mount, self.writable
-        if mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
-            raise OSError(self.ctypes.get_errno(), "mount --make-rprivate /")
-        if keep is not None and mount(keep.encode(), keep.encode(), None, MS_BIND, None) != 0:
-            raise OSError(self.ctypes.get_errno(), "mount --bind " + keep)
+            self._fail("unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC)")
+        if self.libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+            self._fail("mount --make-rprivate /")
+
+    def _remount_read_only(self, under, keep):
+        """Every mount at or below ``under`` read-only but ``keep``; raises if one stays writable."""
+        mount = self.libc.mount
+        inside = lambda point: point == under or point.startswith(under.rstrip("/") + "/")  # noqa: E731
         for point, options in _mounts("/proc/self/mountinfo"):
-            if point == keep:
+            if point == keep or not inside(point):
                 continue
             flags = MS_REMOUNT | MS_BIND | MS_RDONLY
             for option in options:
@@ -299,19 +318,61 @@ class Sandbox(object):
                 flags |= MS_STRICTATIME
             mount(None, point.encode("utf-8", "surrogateescape"), None, flags, None)
         visible = dict(_mounts("/proc/self/mountinfo"))  # the last mount on a point hides those under it
-        writable = [point for point, options in visible.items() if point != keep and "ro" not in options]
+        writable = [point for point, options in visible.items() if point != keep and inside(point) and "ro" not in options]
         if writable:
             raise OSError(30, "still writable: " + ", ".join(writable))
+
+    def _read_only(self):
+        """In the child, before it runs anything: its own namespaces, every file system read-only
+        but its own directory (checked: else it raises)."""
+        self._namespaces()
+        keep = self.writable
+        if keep is not None and self.libc.mount(keep.encode(), keep.encode(), None, MS_BIND, None) != 0:
+            self._fail("mount --bind " + keep)
+        self._remount_read_only("/", keep)
         if keep is not None:
             os.chdir(keep)
+
+    def _minimal_root(self):
+        """In the child, before it runs anything: its own namespaces, an unprivileged uid, and a
+        root holding only what :func:`_kept` lists (checked: else it raises)."""
+        if self.root is None or self.writable is None:
+            raise OSError(22, "no directory for a root of its own")
+        self._namespaces()
+        uid, gid = self.ids
+        for name, text in (("setgroups", "deny"), ("uid_map", "1000 %d 1" % uid), ("gid_map", "1000 %d 1" % gid)):
+            with open("/proc/self/" + name, "w") as handle:
+                handle.write(text)
+        mount, root = self.libc.mount, self.root
+        if mount(b"tmpfs", root.encode(), b"tmpfs", 2 | 4, b"mode=0755,size=1m") != 0:
+            self._fail("mount -t tmpfs " + root)
+        for path in self.keep:
+            target = root + path
+            if os.path.islink(path):
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                if not os.path.lexists(target):
+                    os.symlink(os.readlink(path), target)
+                continue
+            if os.path.isdir(path):
+                os.makedirs(target, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                os.close(os.open(target, os.O_WRONLY | os.O_CREAT, 0o600))
+            if mount(path.encode("utf-8", "surrogateescape"), target.encode("utf-8", "surrogateescape"), None,
+                     MS_BIND | MS_REC, None) != 0:
+                self._fail("mount --rbind " + path)
+        self._remount_read_only(root, root + self.writable)
+        if self.libc.chroot(root.encode()) != 0:
+            self._fail("chroot " + root)
+        os.chdir(self.writable)
 
     def popen(self, command, **options):
         """Start a process that runs the sample's code, as confined as this machine allows: the
         first process decides how; every later one is confined the same way, or is not started."""
         import subprocess
         _ignore_signals()
-        modes = (("read-only", self._read_only), ("user-namespace", self._user_namespace),
-                 ("same-user", _default_signals))
+        modes = (("minimal-root", self._minimal_root), ("read-only", self._read_only),
+                 ("user-namespace", self._user_namespace), ("same-user", _default_signals))
         for mode, confine in modes:
             if self.mode not in (None, mode) or (self.unshare is None and mode != "same-user"):
                 continue
@@ -326,12 +387,15 @@ class Sandbox(object):
         raise OSError("no way to start the sample's process")
 
     def report(self):
-        resistant = bool(self.undumpable and self.mode == "read-only")
+        resistant = bool(self.undumpable and self.mode == "minimal-root")
         if resistant:
-            why = ("the checks ran in a process the sample's code never ran in and could not reach, and the sample "
-                   "could change no file outside its own directory")
+            why = ("the checks ran in a process the sample's code never ran in and could not reach; the sample saw "
+                   "only the interpreter, the system and its own directory, and could change nothing else")
         elif not self.undumpable:
             why = "this platform cannot make the checker undumpable: the sample could read its memory"
+        elif self.mode == "read-only":
+            why = ("the sample could not be given a root of its own: it could read every file the grader can (the "
+                   "problems, their answers)")
         elif self.mode == "user-namespace":
             why = ("the file systems could not be made read-only for the sample: it could change files that a later "
                    "run reads (the interpreter, its libraries)")
@@ -340,6 +404,24 @@ class Sandbox(object):
                    "and its files")
         return {"isolation": "separate" if resistant else "separate-unconfined", "sample_process": self.mode,
                 "checker_undumpable": bool(self.undumpable), "detail": why}
+
+
+def _kept(writable):
+    """What a sample's own root holds, outermost first: the system directories, a few /etc files,
+    /dev's harmless devices, /proc, the interpreter (its prefixes and executable's folders), the
+    site-packages it imports from, and the sample's own directory. Never the grader's package or
+    files, the problems, another run's directory, or the rest of /etc and of the home folders."""
+    candidates = list(Sandbox.SYSTEM) + ["/etc/" + name for name in Sandbox.ETC]
+    for path in (sys.prefix, sys.base_prefix, sys.exec_prefix, getattr(sys, "base_exec_prefix", sys.exec_prefix),
+                 os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable))):
+        candidates.append(path)
+    candidates.extend(entry for entry in sys.path if entry.rstrip("/").endswith("-packages"))
+    kept = []
+    for path in sorted(set(os.path.normpath(os.path.abspath(c)) for c in candidates if c), key=len):
+        if not os.path.lexists(path) or any(path.startswith(k.rstrip("/") + "/") for k in kept):
+            continue
+        kept.append(path)
+    return kept + [writable]
 
 
 def _ignore_signals():
@@ -670,7 +752,9 @@ def _start_sample(spec, here):
     os.chmod(place, 0o777)
     env = dict(os.environ)
     env.update(HOME=place, TMPDIR=place)
-    sandbox = Sandbox(place)
+    root = os.path.join(here, "root")
+    os.mkdir(root)
+    sandbox = Sandbox(place, root)
     stderr_path = os.path.join(place, "stderr.txt")
     with open(stderr_path, "wb") as stderr:
         proc = sandbox.popen([sys.executable, "-c", spec["server"]], cwd=place, env=env, stdin=subprocess.PIPE,
@@ -822,9 +906,13 @@ def _run_stdin(spec, emit, here):
     except BaseException as exc:
         emit("error", {"phase": "compile", "detail": describe_exception(exc, {"solution.py": source})})
         return
-    with open(os.path.join(here, "solution.py"), "w", encoding="utf-8") as handle:
+    program = os.path.join(here, "program")
+    for directory in (program, os.path.join(here, "root")):
+        os.mkdir(directory)
+    os.chmod(program, 0o777)
+    with open(os.path.join(program, "solution.py"), "w", encoding="utf-8") as handle:
         handle.write(source)
-    sandbox = Sandbox()
+    sandbox = Sandbox(program, os.path.join(here, "root"))
     deadline = time.monotonic() + float(spec["budget"])
     results, stopped = [], None
     for index, case in enumerate(spec["cases"]):
@@ -837,7 +925,7 @@ def _run_stdin(spec, emit, here):
             handle.write(case["input"].encode("utf-8"))
         with open(base + ".in", "rb") as stdin, open(base + ".out", "wb") as stdout, open(base + ".err", "wb") as stderr:
             try:
-                proc = sandbox.popen([sys.executable, "solution.py"], cwd=here, stdin=stdin, stdout=stdout, stderr=stderr)
+                proc = sandbox.popen([sys.executable, "solution.py"], cwd=program, stdin=stdin, stdout=stdout, stderr=stderr)
             except OSError as exc:
                 emit("internal", {"detail": "cannot start %s: %s" % (sys.executable, exc)})
                 return

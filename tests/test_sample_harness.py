@@ -224,6 +224,10 @@ def attacks():
         found["own"] = open("scratch.txt").read() == "mine"
     except OSError:
         found["own"] = False
+    for name, path in (("sees_grader", GRADER), ("sees_problems", PROBLEMS), ("sees_harness", os.path.join(
+            os.path.dirname(os.getcwd()), "harness.py")), ("sees_shadow", "/etc/shadow")):
+        found[name] = os.path.exists(path)
+    found["uid"] = os.getuid()
     return found
 """
 
@@ -233,9 +237,13 @@ def attacks():
                     "separate-unconfined instead, which test_confinement_is_reported covers")  # fmt: skip
 def test_the_sample_cannot_reach_its_checker_or_change_any_file_but_its_own(tmp_path: Path) -> None:
     grader = str(Path(samples_commands.__file__).parent)
+    problems = tmp_path / "problems.jsonl"  # where an answer key would be
+    problems.write_text("{}\n")
     problem = mbpp("assert attacks() == {'memory': False, 'report': False, 'environ': False, 'stdlib': False, "
-                   "'grader': False, 'run': False, 'own': True}")  # fmt: skip
-    outcome = run(problem, ATTACKS.replace("GRADER", repr(grader)), tmp_path)
+                   "'grader': False, 'run': False, 'own': True, 'sees_grader': False, 'sees_problems': False, "
+                   "'sees_harness': False, 'sees_shadow': False, 'uid': 1000}")  # fmt: skip
+    sample = ATTACKS.replace("GRADER", repr(grader)).replace("PROBLEMS", repr(str(problems)))
+    outcome = run(problem, sample, tmp_path)
     assert (outcome.status, outcome.isolation) == ("passed", "separate"), outcome
 
 
@@ -330,3 +338,11 @@ def test_the_sample_leaves_no_ipc_objects_behind(tmp_path: Path) -> None:
     assert outcome.status == "passed", outcome  # it made a message queue...
     keys = [line.split()[0] for line in Path("/proc/sysvipc/msg").read_text().splitlines()[1:]]
     assert str(key) not in keys  # ...in an IPC namespace that died with it
+
+
+@pytest.mark.slow
+def test_the_sample_still_imports_what_the_interpreter_has_installed(tmp_path: Path) -> None:
+    """Its own root keeps the interpreter's site-packages: a sample may use numpy, pandas, ..."""
+    sample = "import pytest\nimport json\n\n\ndef f():\n    return [pytest.__name__, json.dumps([1])]\n"
+    outcome = run(mbpp("assert f() == ['pytest', '[1]']"), sample, tmp_path)
+    assert (outcome.status, outcome.isolation) == ("passed", CONFINED), outcome

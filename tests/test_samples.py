@@ -615,7 +615,7 @@ def test_sigterm_stops_the_run_and_kills_every_running_sample(tmp_path: Path) ->
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and len(_harnesses(tmp_path)) < 2:
             time.sleep(0.1)
-        assert len(_harnesses(tmp_path)) == 2
+        assert len(_harnesses(tmp_path)) >= 2  # two checkers (and, for a moment, a sample process being confined)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
     finally:
