@@ -61,6 +61,7 @@ __all__ = [
 ]
 
 SPLIT_STYLES: Final = ("humaneval", "mbpp")
+DEADLINE_GRACE: Final = 10.0  # seconds a harness outlives its timeout when nobody kills it (a dead grader)
 PLAIN_DEPTH: Final = 100
 
 
@@ -226,7 +227,7 @@ def _limit():
             soft, hard = resource.getrlimit(which)
             if hard != resource.RLIM_INFINITY:
                 value = min(value, hard)
-            resource.setrlimit(which, (value, hard))
+            resource.setrlimit(which, (value, value))  # the hard limit too: the sample cannot raise it
         except (ValueError, OSError):
             pass
 
@@ -272,9 +273,10 @@ class Sandbox(object):
            "protocols", "localtime", "timezone", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ssl", "pki",
            "ca-certificates", "alternatives", "mime.types", "os-release")
 
-    def __init__(self, writable=None, root=None):
+    def __init__(self, writable=None, root=None, cwd=None):
         ctypes, libc = _libc()
         self.ctypes, self.libc, self.writable, self.root = ctypes, libc, writable, root
+        self.cwd = cwd or writable
         self.ids = (os.geteuid(), os.getegid())
         try:
             self.undumpable = libc is not None and libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
@@ -286,7 +288,7 @@ class Sandbox(object):
                 libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
             except BaseException:
                 pass
-        self.keep = _kept(writable) if root is not None and writable is not None else []
+        self.keep = _kept([self.cwd] if self.cwd != writable else []) if root is not None and writable else []
         self.mode = None
 
     def _fail(self, what):
@@ -305,11 +307,11 @@ class Sandbox(object):
             self._fail("mount --make-rprivate /")
 
     def _remount_read_only(self, under, keep):
-        """Every mount at or below ``under`` read-only but ``keep``; raises if one stays writable."""
+        """Every mount at or below ``under`` read-only but those in ``keep``; raises if one stays writable."""
         mount = self.libc.mount
         inside = lambda point: point == under or point.startswith(under.rstrip("/") + "/")  # noqa: E731
         for point, options in _mounts("/proc/self/mountinfo"):
-            if point == keep or not inside(point):
+            if point in keep or not inside(point):
                 continue
             flags = MS_REMOUNT | MS_BIND | MS_RDONLY
             for option in options:
@@ -318,7 +320,7 @@ class Sandbox(object):
                 flags |= MS_STRICTATIME
             mount(None, point.encode("utf-8", "surrogateescape"), None, flags, None)
         visible = dict(_mounts("/proc/self/mountinfo"))  # the last mount on a point hides those under it
-        writable = [point for point, options in visible.items() if point != keep and inside(point) and "ro" not in options]
+        writable = [point for point, options in visible.items() if point not in keep and inside(point) and "ro" not in options]
         if writable:
             raise OSError(30, "still writable: " + ", ".join(writable))
 
@@ -329,9 +331,9 @@ class Sandbox(object):
         keep = self.writable
         if keep is not None and self.libc.mount(keep.encode(), keep.encode(), None, MS_BIND, None) != 0:
             self._fail("mount --bind " + keep)
-        self._remount_read_only("/", keep)
-        if keep is not None:
-            os.chdir(keep)
+        self._remount_read_only("/", [keep])
+        if self.cwd is not None:
+            os.chdir(self.cwd)
 
     def _minimal_root(self):
         """In the child, before it runs anything: its own namespaces, an unprivileged uid, and a
@@ -346,6 +348,12 @@ class Sandbox(object):
         mount, root = self.libc.mount, self.root
         if mount(b"tmpfs", root.encode(), b"tmpfs", 2 | 4, b"mode=0755,size=1m") != 0:
             self._fail("mount -t tmpfs " + root)
+        scratch = [root + "/tmp", root + "/dev/shm", root + self.writable]  # outermost first
+        for place in scratch[:2]:  # /tmp and /dev/shm: small, private, gone with it
+            self._scratch(place)
+        for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                             ("stderr", "/proc/self/fd/2")):
+            os.symlink(target, root + "/dev/" + name)
         for path in self.keep:
             target = root + path
             if os.path.islink(path):
@@ -361,10 +369,17 @@ class Sandbox(object):
             if mount(path.encode("utf-8", "surrogateescape"), target.encode("utf-8", "surrogateescape"), None,
                      MS_BIND | MS_REC, None) != 0:
                 self._fail("mount --rbind " + path)
-        self._remount_read_only(root, root + self.writable)
+        self._scratch(scratch[2])  # its own directory, last: nothing is mounted over it
+        self._remount_read_only(root, scratch)
         if self.libc.chroot(root.encode()) != 0:
             self._fail("chroot " + root)
-        os.chdir(self.writable)
+        os.chdir(self.cwd)
+
+    def _scratch(self, place):
+        os.makedirs(place, exist_ok=True)
+        if self.libc.mount(b"tmpfs", place.encode("utf-8", "surrogateescape"), b"tmpfs", 2 | 4,
+                           b"mode=1777,size=64m") != 0:
+            self._fail("mount -t tmpfs " + place)
 
     def popen(self, command, **options):
         """Start a process that runs the sample's code, as confined as this machine allows: the
@@ -406,11 +421,12 @@ class Sandbox(object):
                 "checker_undumpable": bool(self.undumpable), "detail": why}
 
 
-def _kept(writable):
-    """What a sample's own root holds, outermost first: the system directories, a few /etc files,
-    /dev's harmless devices, /proc, the interpreter (its prefixes and executable's folders), the
-    site-packages it imports from, and the sample's own directory. Never the grader's package or
-    files, the problems, another run's directory, or the rest of /etc and of the home folders."""
+def _kept(extra):
+    """What a sample's own root holds, read-only, outermost first: the system directories, a few
+    /etc files, /dev's harmless devices, /proc, the interpreter (its prefixes and executable's
+    folders), the site-packages it imports from, and ``extra`` (a stdin program's folder). Never
+    the grader's package or files, the problems, another run's directory, or the rest of /etc and
+    of the home folders. (Its own directory, /tmp and /dev/shm are small tmpfs of its own.)"""
     candidates = list(Sandbox.SYSTEM) + ["/etc/" + name for name in Sandbox.ETC]
     for path in (sys.prefix, sys.base_prefix, sys.exec_prefix, getattr(sys, "base_exec_prefix", sys.exec_prefix),
                  os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable))):
@@ -421,7 +437,7 @@ def _kept(writable):
         if not os.path.lexists(path) or any(path.startswith(k.rstrip("/") + "/") for k in kept):
             continue
         kept.append(path)
-    return kept + [writable]
+    return kept + list(extra)
 
 
 def _ignore_signals():
@@ -643,8 +659,8 @@ class SampleObject(object):
 class Channel(object):
     """The checker's end of the sample process's pipes: one JSON line out, one JSON line back."""
 
-    def __init__(self, proc, stderr_path):
-        self.proc, self.stderr_path = proc, stderr_path
+    def __init__(self, proc, stderr_fd):
+        self.proc, self.stderr_fd = proc, stderr_fd  # opened before the sample ran: never a path it could swap
         self.escaped = None
         self.unsplittable = None
 
@@ -661,11 +677,10 @@ class Channel(object):
         how = "killed by signal %d" % -code if code is not None and code < 0 else "exit code %s" % code
         tail = ""
         try:
-            with open(self.stderr_path, "rb") as handle:
-                handle.seek(0, 2)
-                handle.seek(max(0, handle.tell() - 300))
-                lines = handle.read().decode("utf-8", "replace").strip().splitlines()
-                tail = ": " + lines[-1] if lines else ""
+            end = os.lseek(self.stderr_fd, 0, 2)
+            os.lseek(self.stderr_fd, max(0, end - 300), 0)
+            lines = os.read(self.stderr_fd, 300).decode("utf-8", "replace").strip().splitlines()
+            tail = ": " + lines[-1] if lines else ""
         except OSError:
             pass
         return "the sample's process ended before answering the checker (%s)%s" % (how, tail)
@@ -736,6 +751,15 @@ def _raised(reply):
     return SampleRaised("%s: %s" % (name, message) if message else name)
 
 
+def _importable(name, module):
+    """Whether the checker imports, itself, a module the sample's code bound to ``name``: one of
+    Python's own (``import numpy as np`` stays the sample's), or one imported under its own name."""
+    if type(module) is not str or not module or module.startswith("."):
+        return False
+    stdlib = getattr(sys, "stdlib_module_names", ())
+    return module.split(".")[0] in stdlib or module == name
+
+
 def _proxy(channel, name):
     def call(*args, **kwargs):
         return channel.call(name, args, kwargs)
@@ -755,11 +779,12 @@ def _start_sample(spec, here):
     root = os.path.join(here, "root")
     os.mkdir(root)
     sandbox = Sandbox(place, root)
-    stderr_path = os.path.join(place, "stderr.txt")
+    stderr_path = os.path.join(here, "sample-stderr.txt")
     with open(stderr_path, "wb") as stderr:
+        reader = os.open(stderr_path, os.O_RDONLY)
         proc = sandbox.popen([sys.executable, "-c", spec["server"]], cwd=place, env=env, stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=stderr, close_fds=True)
-    return sandbox, Channel(proc, stderr_path)
+    return sandbox, Channel(proc, reader)
 
 
 def _trusted(spec, sources):
@@ -842,6 +867,12 @@ def _split_checks(spec, emit, channel, namespace, wanted, asserts, sources):
         kind = found.get("kind") if type(found) is dict else None
         if kind == "callable":
             namespace[name] = _proxy(channel, name)
+        elif kind == "module" and _importable(name, found.get("module")):
+            import importlib
+            try:  # the checker's own copy of a module the checks use through the sample's import
+                namespace[name] = importlib.import_module(found["module"])
+            except BaseException:
+                pass
         elif kind == "ref" and type(found.get("ref")) is int:
             namespace[name] = SampleObject(channel, found["ref"], str(found.get("type"))[:100])
         elif kind == "value":
@@ -882,13 +913,13 @@ def _reap():
         os.kill(-1, signal.SIGKILL)
     except OSError:
         pass
-    while True:
+    while True:  # every process of the namespace was killed: wait for each, zombies reparented late too
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            os.waitpid(-1, 0)
         except ChildProcessError:
             return
-        if pid == 0:
-            return
+        except InterruptedError:
+            continue
 
 
 def _tail(path, size):
@@ -906,13 +937,15 @@ def _run_stdin(spec, emit, here):
     except BaseException as exc:
         emit("error", {"phase": "compile", "detail": describe_exception(exc, {"solution.py": source})})
         return
-    program = os.path.join(here, "program")
-    for directory in (program, os.path.join(here, "root")):
+    program, scratch = os.path.join(here, "program"), os.path.join(here, "scratch")
+    for directory in (program, scratch, os.path.join(here, "root")):
         os.mkdir(directory)
-    os.chmod(program, 0o777)
+    os.chmod(scratch, 0o777)
     with open(os.path.join(program, "solution.py"), "w", encoding="utf-8") as handle:
         handle.write(source)
-    sandbox = Sandbox(program, os.path.join(here, "root"))
+    env = dict(os.environ)
+    env.update(HOME=scratch, TMPDIR=scratch)
+    sandbox = Sandbox(scratch, os.path.join(here, "root"), cwd=program)  # its program read-only, scratch writable
     deadline = time.monotonic() + float(spec["budget"])
     results, stopped = [], None
     for index, case in enumerate(spec["cases"]):
@@ -925,10 +958,17 @@ def _run_stdin(spec, emit, here):
             handle.write(case["input"].encode("utf-8"))
         with open(base + ".in", "rb") as stdin, open(base + ".out", "wb") as stdout, open(base + ".err", "wb") as stderr:
             try:
-                proc = sandbox.popen([sys.executable, "solution.py"], cwd=program, stdin=stdin, stdout=stdout, stderr=stderr)
+                proc = sandbox.popen([sys.executable, "solution.py"], cwd=program, env=env, stdin=stdin, stdout=stdout,
+                                     stderr=stderr)
             except OSError as exc:
-                emit("internal", {"detail": "cannot start %s: %s" % (sys.executable, exc)})
-                return
+                if index == 0:  # before any of the sample's code ran: the machine's failure
+                    emit("internal", {"detail": "cannot start %s: %s" % (sys.executable, exc)})
+                    return
+                # after its earlier cases ran (which could have exhausted processes, memory, ...): its failure
+                results.append({"case": index, "exit": None, "timed_out": False, "digest": "",
+                                "start_error": ("%s: %s" % (type(exc).__name__, exc))[:DETAIL_LIMIT]})
+                stopped = "failed"
+                break
             if index == 0:
                 emit("sandbox", sandbox.report())
             try:
@@ -949,11 +989,24 @@ def _run_stdin(spec, emit, here):
     emit("cases", {"results": results, "stopped": stopped})
 
 
+def _watchdog(seconds):
+    """End this process (and, as PID 1, its namespace) at the deadline even if the grader that
+    should kill it is gone."""
+    import threading
+
+    def expire():
+        time.sleep(seconds)
+        os._exit(75)
+
+    threading.Thread(target=expire, daemon=True).start()
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     key, spec = _load(here)
     emit = _signer(key)
     del key
+    _watchdog(float(spec.get("deadline", 3600)))
     emit("ready", {"python": "%d.%d.%d" % tuple(sys.version_info[:3]), "pid_namespace": os.getpid() == 1})
     _limit()
     if spec["style"] == "livecodebench":
@@ -1026,6 +1079,11 @@ def main():
     request = read()
     source = request["source"]
     sources = {"solution.py": source}
+    try:  # on disk too, in its own directory, for code that reads its own source (inspect.getsource)
+        with open("solution.py", "w", encoding="utf-8") as handle:
+            handle.write(source)
+    except (OSError, ValueError):
+        pass
     try:
         code = compile(source, "solution.py", "exec")
     except BaseException as exc:
@@ -1049,6 +1107,9 @@ def main():
             names[name] = {"kind": "missing"}
             continue
         value = namespace[name]
+        if isinstance(value, types.ModuleType) and type(getattr(value, "__name__", None)) is str:
+            names[name] = {"kind": "module", "module": value.__name__}
+            continue
         if callable(value):
             names[name] = {"kind": "callable"}
             continue
@@ -1137,12 +1198,14 @@ def harness_spec(problem: Problem, sample: Sample, timeout: float, isolation: st
     grader: the harness only gets their digests (to stop at the first wrong case). ``isolation``
     ``split`` runs a HumanEval or MBPP sample in its own process; ``shared`` in the checker's."""
     program = program_of(problem, sample)
+    deadline = process_timeout(problem, timeout) + DEADLINE_GRACE
     if problem.style == "livecodebench":
-        return {"style": problem.style, "program": program, "budget": timeout,
+        return {"style": problem.style, "program": program, "budget": timeout, "deadline": deadline,
                 "cases": [{"input": case.input, "digest": output_digest(case.output)} for case in problem.cases]}  # fmt: skip
     spec = {"style": problem.style, "solution": program, "test": problem.test, "entry_point": problem.entry_point,
             "asserts": list(problem.asserts), "imports": list(problem.imports), "test_classes": list(problem.test_classes),
-            "isolation": "split" if isolation == "split" and problem.style in SPLIT_STYLES else "shared"}  # fmt: skip
+            "isolation": "split" if isolation == "split" and problem.style in SPLIT_STYLES else "shared",
+            "deadline": deadline}  # fmt: skip
     if spec["isolation"] == "split":
         spec.update(names=sample_names(problem), modules=imported_modules(problem), server=server_source(),
                     prompt=problem.prompt if problem.style == "humaneval" else "")  # fmt: skip

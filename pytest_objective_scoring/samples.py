@@ -558,6 +558,9 @@ def _fold_cases(problem: Problem, detail: Mapping[str, Any], timed_out: bool, ti
                 return Outcome("timed_out", f"{label} was not reached within the {timeout:g}s budget", "check")
             return Outcome("failed", f"the harness stopped before {label}", "check")
         got = results[index]
+        if got.get("start_error"):
+            return Outcome("failed", f"{label}: the program could not be started again after the sample's earlier "
+                           f"cases ran ({_short(got['start_error'], 200)})", "check")  # fmt: skip
         if got.get("timed_out"):
             return Outcome("timed_out", f"{label} ran out of the sample's {timeout:g}s budget", "check")
         code = got.get("exit")

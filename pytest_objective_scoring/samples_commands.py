@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from . import options, samples
 from .samples import Outcome, Problem, Sample, SampleResult
@@ -145,17 +145,16 @@ def probe_python(python: str) -> tuple[str, str]:
 
 
 def _remove(path: Path) -> None:
-    def unlock(function: Any, name: str, _: Any) -> None:
-        if os.path.islink(name):  # the sample's symlink: chmod would follow it out of the directory
-            return
-        try:
-            os.chmod(os.path.dirname(name), 0o700)
-            os.chmod(name, 0o700)
-            function(name)
-        except OSError:
-            pass
-
-    shutil.rmtree(path, onerror=unlock)
+    """Remove a run's directory whatever the sample left in it (a tree thousands of levels deep,
+    folders without permissions, links out of it); never raises, never follows a link."""
+    try:
+        for command in (["rm", "-rf", "--", str(path)], ["chmod", "-R", "u+rwX", "--", str(path)], ["rm", "-rf", "--", str(path)]):
+            if not os.path.lexists(path):
+                return
+            subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           timeout=120, check=False)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        shutil.rmtree(path, ignore_errors=True)
 
 
 class Splits:
@@ -276,7 +275,7 @@ def run_samples(problems: Sequence[Problem], to_run: Sequence[Sample], *, python
                 done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
                 for future in done:
                     position = pending.pop(future)
-                    results[position] = future.result()
+                    results[position] = _result_of(future, to_run[position])
                     if on_result is not None:
                         on_result(results[position])
         except BaseException:
@@ -285,6 +284,16 @@ def run_samples(problems: Sequence[Problem], to_run: Sequence[Sample], *, python
             raise
         pool.shutdown(wait=True)
     return [results[i] for i in range(len(to_run))]
+
+
+def _result_of(future: Any, sample: Sample) -> SampleResult:
+    """A finished sample's result; the grader failing on it (a full disk, say) is that sample's
+    infrastructure failure, listed in the report, never the end of the whole run."""
+    try:
+        return cast(SampleResult, future.result())
+    except Exception as exc:  # noqa: BLE001 (any failure of the grader on one sample)
+        return SampleResult(sample, Outcome("infrastructure", f"the grader failed on this sample: "
+                                            f"{type(exc).__name__}: {exc}"[:600], "grader"))  # fmt: skip
 
 
 def _digest(path: Path) -> str:

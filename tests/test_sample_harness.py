@@ -210,7 +210,7 @@ def attacks():
             found[name] = True
         except OSError:
             found[name] = False
-    for name, directory in (("stdlib", os.path.dirname(os.__file__)), ("grader", GRADER), ("run", os.path.dirname(os.getcwd()))):
+    for name, directory in (("stdlib", os.path.dirname(os.__file__)), ("grader", GRADER), ("run", "/proc/%d/cwd" % checker)):
         target = os.path.join(directory, "objective-probe-%d" % os.getpid())
         try:
             os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
@@ -346,3 +346,83 @@ def test_the_sample_still_imports_what_the_interpreter_has_installed(tmp_path: P
     sample = "import pytest\nimport json\n\n\ndef f():\n    return [pytest.__name__, json.dumps([1])]\n"
     outcome = run(mbpp("assert f() == ['pytest', '[1]']"), sample, tmp_path)
     assert (outcome.status, outcome.isolation) == ("passed", CONFINED), outcome
+
+
+# --- red team, round 2 ------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_whatever_the_sample_leaves_behind_its_directory_is_removed(tmp_path: Path) -> None:
+    """A tree 3,000 levels deep (Python's rmtree recursion limit) and a folder without permissions."""
+    sample = ("import os\nfor _ in range(3000):\n    os.mkdir('a')\n    os.chdir('a')\nos.mkdir('locked')\n"
+              "os.chmod('locked', 0)\n\n\ndef f(x):\n    return 0\n")  # fmt: skip
+    outcome = run(mbpp("assert f(1) == 1"), sample, tmp_path)
+    assert outcome.status == "failed" and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_the_checker_never_follows_a_link_the_sample_made(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("top-secret-line\n")
+    sample = (f"import os\nfor name in ('stderr.txt', 'sample-stderr.txt', '../sample-stderr.txt'):\n    try:\n"
+              f"        os.symlink({str(secret)!r}, name)\n    except OSError:\n        pass\nos._exit(3)\n")  # fmt: skip
+    outcome = run(mbpp("assert f(1) == 1"), sample, tmp_path)
+    assert outcome.status == "failed" and "top-secret" not in outcome.detail, outcome
+
+
+@pytest.mark.slow
+def test_the_sample_cannot_lift_its_file_size_limit(tmp_path: Path) -> None:
+    sample = ("import resource\n\n\ndef f():\n    try:\n"
+              "        resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))\n"
+              "        return 'lifted'\n    except (ValueError, OSError):\n        pass\n    try:\n"
+              "        with open('big', 'wb') as handle:\n            handle.write(b'x' * (65 * 2 ** 20))\n"
+              "        return 'wrote'\n    except OSError:\n        return 'capped'\n")  # fmt: skip
+    outcome = run(mbpp("assert f() == 'capped'"), sample, tmp_path)
+    assert (outcome.status, outcome.isolation) == ("passed", CONFINED), outcome
+
+
+@pytest.mark.slow
+def test_a_module_the_checks_read_through_the_samples_import_is_the_checkers_own(tmp_path: Path) -> None:
+    """MBPP asserts that use math without test_imports: they ran in the solution's namespace."""
+    problem = mbpp("assert math.isclose(f(4), 2.0)", "assert m.pi > 3")
+    sample = "import math\nimport math as m\n\n\ndef f(x):\n    return math.sqrt(x)\n"
+    outcome = run(problem, sample, tmp_path)
+    assert (outcome.status, outcome.isolation) == ("passed", CONFINED), outcome
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not confinable(), reason="needs Linux namespaces")
+def test_a_correct_sample_has_what_ordinary_code_needs(tmp_path: Path) -> None:
+    """/dev/stdin and friends, /tmp, /dev/shm (multiprocessing), HOME and its own source."""
+    sample = ("import inspect, multiprocessing, os, tempfile\n\n\ndef f():\n"
+              "    with open('/tmp/t', 'w') as handle:\n        handle.write('t')\n"
+              "    with open(os.path.expanduser('~/h'), 'w') as handle:\n        handle.write('h')\n"
+              "    lock = multiprocessing.Lock()\n    with tempfile.NamedTemporaryFile() as handle:\n        pass\n"
+              "    return [os.path.exists('/dev/stdin'), os.path.exists('/dev/fd'), 'def f' in inspect.getsource(f),"
+              " open('/tmp/t').read() + open(os.path.expanduser('~/h')).read(), lock.acquire(timeout=1)]\n")  # fmt: skip
+    outcome = run(mbpp("assert f() == [True, True, True, 'th', True]"), sample, tmp_path)
+    assert (outcome.status, outcome.isolation) == ("passed", "separate"), outcome
+    from pytest_objective_scoring import samples
+
+    program = ("import os, sys\nnumbers = open('/dev/stdin').read().split()\n"
+               "with open(os.path.join(os.environ['TMPDIR'], 'x'), 'w') as handle:\n    handle.write('x')\n"
+               "print(sum(map(int, numbers)))\n")  # fmt: skip
+    lcb = Problem(task_id="l", style="livecodebench", where="t:1", cases=(samples.Case("1 2\n", "3\n", "public"),))
+    outcome = run(lcb, program, tmp_path)
+    assert (outcome.status, outcome.isolation) == ("passed", "separate"), outcome
+
+
+def test_a_harness_whose_grader_died_ends_itself(tmp_path: Path) -> None:
+    """Nobody left to kill it at the timeout: its own deadline ends it (and, as PID 1, its namespace)."""
+    problem = mbpp("assert f() == 1")
+    files = sample_harness.harness_files(problem, Sample("m", 0, 1, "solution", "def f():\n    while True:\n        pass\n"),
+                                         timeout=1, key="k" * 64)  # fmt: skip
+    spec = json.loads(files["spec.json"])
+    assert spec["deadline"] == 1 + sample_harness.DEADLINE_GRACE
+    spec["deadline"] = 2
+    files["spec.json"] = json.dumps(spec)
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    done = subprocess.run([sys.executable, str(tmp_path / "harness.py")], cwd=tmp_path, capture_output=True, timeout=60,
+                          check=False)  # fmt: skip
+    assert done.returncode == 75

@@ -348,6 +348,10 @@ FOLDS = [
         {"exit": 0, "timed_out": False, "digest": output_digest("2")},
         {"exit": -9, "timed_out": False, "digest": "", "stderr": "x\nMemoryError\n"}]})), 0, False,
      "failed", "case 2/2 (private): runtime error (killed by signal 9): MemoryError"),
+    ("cases-start-error", LCB, signed(READY, ("cases", {"results": [
+        {"exit": 0, "timed_out": False, "digest": output_digest("2")},
+        {"exit": None, "timed_out": False, "digest": "", "start_error": "OSError: [Errno 11] Resource temporarily unavailable"}],
+        "stopped": "failed"})), 0, False, "failed", "case 2/2 (private): the program could not be started again"),
     ("cases-timeout", LCB, signed(READY, ("cases", {"results": [{"exit": None, "timed_out": True}]})), 0, False,
      "timed_out", "case 1/2 (public) ran out of the sample's 2s budget"),
     ("cases-budget", LCB, signed(READY, ("cases", {"results": [{"exit": 0, "timed_out": False, "digest": output_digest("2")}],
