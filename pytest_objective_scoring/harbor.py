@@ -43,8 +43,8 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -104,9 +104,12 @@ REWARD_JSON: Final = "reward.json"
 TEST_STDOUT: Final = "test-stdout.txt"
 PYTEST_CONFIGS: Final = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 COPY_SKIP: Final = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".objective-scoring"})
-# A file of the working state that Python or pytest would load in place of the verifier itself.
-SHADOWING: Final = frozenset({"pytest.py", "_pytest", "pluggy", "py.py", "xdist", "sitecustomize.py",
-                              "usercustomize.py", "_objective_scoring_recorder.py"})  # fmt: skip
+# A file of the working state that Python or pytest would load in place of the verifier itself:
+# pytest, what pytest imports as it starts (before the recorder can watch), and the recorder.
+_VERIFIER_MODULES: Final = ("pytest", "_pytest", "pluggy", "py", "xdist", "iniconfig", "packaging", "exceptiongroup",
+                            "tomli", "pygments", "colorama", "_objective_scoring_recorder")  # fmt: skip
+SHADOWING: Final = frozenset({*_VERIFIER_MODULES, *(f"{name}.py" for name in _VERIFIER_MODULES), "sitecustomize.py",
+                              "usercustomize.py"})  # fmt: skip
 OUTPUT_TAIL: Final = 4000
 # Harbor's network modes ([environment], [agent] and [verifier] network_mode; allow_internet is its older spelling)
 NETWORK_MODES: Final = ("public", "no-network", "allowlist")
@@ -881,7 +884,10 @@ def script_reward(rules: RewardRules, logs: Path, script: str = VERIFIER_SCRIPT)
             return None, f"{script} wrote {source}: expected one number, got {text[:80]!r}"
     else:
         return None, f"{script} wrote no reward ({C_VERIFIER_LOGS}/{REWARD_TXT} or {REWARD_JSON})"
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:
+        return None, f"{script} wrote {source}: expected a reward in [0, 1], got a number too large for a float"
     if not math.isfinite(value) or not 0 <= value <= 1:
         return None, f"{script} wrote {source}: expected a reward in [0, 1], got {value!r}"
     space, threshold = rules.metric_space, rules.solved_threshold
@@ -902,8 +908,9 @@ def script_reward(rules: RewardRules, logs: Path, script: str = VERIFIER_SCRIPT)
         reward, solved = rank / len(rules.tiers), rank == len(rules.tiers)
     elif space == "continuous_reward":
         reward, solved = value, threshold is not None and round(value, 12) >= threshold
-    else:
-        reward, solved = value, value >= 1.0
+    else:  # binary: 1 or 0, as the reward file this verifier writes says (a script's 0.7 is not solved: 0)
+        solved = value >= 1.0
+        reward = 1.0 if solved else 0.0
     return Reward(space, reward, threshold, solved, None, None, tier, rank, tiers), None
 
 
@@ -982,7 +989,7 @@ def remove_shadowing(copy: Path) -> list[str]:
             target = root / name
             if target.is_symlink() or target.is_file():
                 target.unlink()
-            elif target.is_dir():
+            elif target.is_dir() and (target / "__init__.py").exists():  # a folder without one never shadows
                 shutil.rmtree(target)
             else:
                 continue
@@ -1046,14 +1053,15 @@ def _stage_tests(spec: TaskSpec, area: Path) -> Path:
     return tests
 
 
-def _stage_tools(workspace: Path) -> Path:
-    """The folder holding the recorder, the one module of this project the test process loads."""
+def _stage_tools(where: Path) -> Path:
+    """A fresh folder holding the recorder, the one module of this project the test process loads.
+    On this machine every verification stages its own, after the solution ran: a solution that
+    wrote outside its state cannot have replaced it."""
     from .testrun import RECORDER_MODULE
 
-    tools = workspace / "tools"
-    if not tools.is_dir():
-        tools.mkdir()
-        shutil.copyfile(Path(__file__).with_name("recorder.py"), tools / f"{RECORDER_MODULE}.py")
+    tools = where / "tools"
+    tools.mkdir()
+    shutil.copyfile(Path(__file__).with_name("recorder.py"), tools / f"{RECORDER_MODULE}.py")
     return tools
 
 
@@ -1090,6 +1098,7 @@ class Verification:
     where: str = "host"  # or "container"
     container: dict[str, Any] | None = None
     failure_class: str | None = None  # no verdict: "verifier" (timed out, crashed) or "setup" (engine, image)
+    attribution: str | None = None  # a working state that broke its own run: why that is its failure
 
     @property
     def solved(self) -> bool:
@@ -1110,11 +1119,31 @@ class Verification:
             "where": self.where,
             "container": self.container,
             "reward": self.reward.to_dict() if self.reward is not None else None,
+            "attribution": self.attribution,
             "timeout": {"seconds": self.timeout, "source": self.timeout_source},
             "removed_from_copy": self.removed,
             "run": self.run,
             "envelope": self.envelope,
         }
+
+
+def attributed(spec: TaskSpec, verification: Verification, control: Callable[[], Verification]) -> Verification:
+    """A working state's run that gave no verdict (a timeout, a crash, an unusual exit): the task's
+    initial state, run the same way, says whose fault it was. If the initial state gives a verdict,
+    the working state broke its own run: a verdict with nothing passed (not solved), never an
+    infrastructure failure that would leave it out of a solve rate. If not, the machine's."""
+    if verification.status == "verdict" or verification.failure_class != "verifier":
+        return verification
+    base = control()
+    if base.status != "verdict":
+        reason = f"{verification.no_verdict_reason}; the initial state gives no verdict either ({base.no_verdict_reason})"
+        return replace(verification, no_verdict_reason=reason)
+    found, _ = static_tests(spec)
+    ids = [t.test_id for t in found] or ["<the task's tests>"]
+    why = (f"{verification.no_verdict_reason}, while the task's initial state runs its tests to a verdict: the "
+           "working state broke its own run, so nothing of it passed")  # fmt: skip
+    return replace(verification, status="verdict", reward=compute_reward(spec.rules, [(i, False) for i in ids]),
+                   failure_class=None, attribution=why)
 
 
 def _no_verdict(timed_out: bool, timeout: float, session: dict[str, Any] | None, tail: str, python: str,
@@ -1159,6 +1188,7 @@ class _Ran:
     patch_ref: str
     removed: list[str]
     log: Path
+    record_key: str = ""  # the key the recorder signed the record with
 
 
 def _graded(spec: TaskSpec, ran: _Ran, timeout: float, timeout_source: str, **fields: Any) -> Verification:
@@ -1168,7 +1198,10 @@ def _graded(spec: TaskSpec, ran: _Ran, timeout: float, timeout_source: str, **fi
     from .scorer import grade, make_score
     from .testrun import read_records
 
-    collector, collect_errors, session = read_records(ran.record_file)
+    collector, collect_errors, session = read_records(ran.record_file, ran.record_key)
+    forged = (session or {}).get("forged")
+    if forged:  # the candidate's code wrote to its own record: no verdict from it, and it says so
+        session = None
     records = collector.records
     run = {**ran.run, "pytest_exitstatus": None if session is None else session.get("exitstatus")}
     reason, failure_class = _no_verdict(ran.timed_out, timeout, session, run["output_tail"], ran.python,
@@ -1202,7 +1235,11 @@ def _graded(spec: TaskSpec, ran: _Ran, timeout: float, timeout_source: str, **fi
                             ran.removed, ran.log, failure_class=failure_class or "verifier", **fields)  # fmt: skip
     instance = Instance(spec.name, tuple(ids), (), {"instance_id": spec.name}, str(spec.config_file))
     grading = grade(instance, records, "strict")
-    outcomes = [(r.test_id, r.counted and not patched) for r in grading.results]
+    outcomes = [(r.test_id, r.counted and not patched and not forged) for r in grading.results]
+    if forged:  # tampering is the working state's failure: nothing it claims passed counts
+        reason, failure_class = None, None
+        integrity.append({"kind": "record_forged", "detail": f"the record of the test run was written by something "
+                          f"other than the recorder: {forged}"})  # fmt: skip
     reward = None if reason else compute_reward(spec.rules, outcomes)
     score = None
     if reason is None and session is not None:
@@ -1251,7 +1288,7 @@ def verify_state(spec: TaskSpec, state: Path | None, *, python: str, timeout: fl
     the verifier). pytest runs in a subprocess of ``python`` with the recorder, no network
     where ``unshare`` works, and a timeout that kills the whole process group.
     """
-    from .testrun import RECORDER_MODULE, isolation_prefix, run_process
+    from .testrun import RECORDER_MODULE, isolation_prefix, record_env, record_key, run_process
     from .workspace import import_roots
 
     area = workspace / label
@@ -1261,13 +1298,14 @@ def verify_state(spec: TaskSpec, state: Path | None, *, python: str, timeout: fl
     patch_ref = state_digest(copy)
     removed = remove_shadowing(copy)
     tests = _stage_tests(spec, area)
-    tools = _stage_tools(workspace)
+    tools = _stage_tools(area)
     record_file = area / "record.jsonl"
+    key = record_key()
     roots, packages = import_roots(copy)
     env = _environment(area, {
         "PYTHONPATH": os.pathsep.join([str(tools), *roots]),
         "TEST_DIR": str(tests),
-        "OBJECTIVE_SCORING_RECORD": str(record_file),
+        **record_env(str(record_file), key),
         "OBJECTIVE_SCORING_IMPORT_ROOTS": os.pathsep.join(roots),
         "OBJECTIVE_SCORING_PACKAGES": os.pathsep.join(packages),
         "OBJECTIVE_SCORING_COPY": str(copy.resolve()),
@@ -1283,7 +1321,7 @@ def verify_state(spec: TaskSpec, state: Path | None, *, python: str, timeout: fl
     run = {"command": command, "exit_code": code, "timed_out": timed_out, "wall_time": round(wall, 3),
            "cpu": round(cpu, 3), "output_tail": _tail(log)}  # fmt: skip
     shown = described or (str(state) if state is not None else "<empty>")
-    ran = _Ran(label, shown, run, record_file, timed_out, python, python, copy, patch_ref, removed, log)
+    ran = _Ran(label, shown, run, record_file, timed_out, python, python, copy, patch_ref, removed, log, key)
     return _graded(spec, ran, timeout, timeout_source)
 
 
@@ -1331,7 +1369,7 @@ class TaskContainer:
         self.name: str = engine.name
         self.path: str = engine.path
         self.workspace = workspace
-        self.tools = _stage_tools(workspace)
+        self.tools = _stage_tools(workspace)  # mounted read-only into every container: nothing there can change it
         self.network_name = ENGINE_NETWORKS.get(engine.name, "bridge")
         self.commands: list[list[str]] = []
         self.live: list[str] = []
@@ -1577,17 +1615,18 @@ class TaskContainer:
                     removed: list[str], area: Path, timeout: float, timeout_source: str,
                     fields: dict[str, Any]) -> Verification:  # fmt: skip
         """This project's verifier in the container: the recorder (read-only mount) in the image's pytest."""
-        from .testrun import RECORDER_MODULE
+        from .testrun import RECORDER_MODULE, record_env, record_key
         from .workspace import import_roots
 
         spec = self.spec
+        key = record_key()
         host_roots, packages = import_roots(copy)
         roots = [workdir if Path(r) == copy else posixpath.join(workdir, Path(r).relative_to(copy).as_posix())
                  for r in host_roots]  # fmt: skip
         env = {
             "OBJECTIVE_SCORING_PYTHONPATH": ":".join([C_TOOLS, *roots]),
             "TEST_DIR": C_TESTS,
-            "OBJECTIVE_SCORING_RECORD": f"{C_RUN}/record.jsonl",
+            **record_env(f"{C_RUN}/record.jsonl", key),
             "OBJECTIVE_SCORING_IMPORT_ROOTS": ":".join(roots),
             "OBJECTIVE_SCORING_PACKAGES": ":".join(packages),
             "OBJECTIVE_SCORING_COPY": workdir,
@@ -1607,7 +1646,7 @@ class TaskContainer:
             self._call("cp", f"{name}:{C_RUN}/record.jsonl", str(record), check=False)
         run = {"command": [self.name, *args], "exit_code": code, "timed_out": timed_out, "wall_time": round(wall, 3),
                "cpu": None, "output_tail": _tail(log)}  # fmt: skip
-        ran = _Ran(label, shown, run, record, timed_out, python, None, workdir, patch_ref, removed, log)
+        ran = _Ran(label, shown, run, record, timed_out, python, None, workdir, patch_ref, removed, log, key)
         return _graded(spec, ran, timeout, timeout_source, verifier=VERIFIER_PLUGIN, **fields)
 
     def _run_script(self, label: str, shown: str, name: str, workdir: str, patch_ref: str, removed: list[str],
@@ -1887,7 +1926,11 @@ def _run_on_host(spec: TaskSpec, options: RunOptions, workspace: Path, out: Path
         workdir = options.workdir.resolve()
         verification = verify_state(spec, workdir, python=options.python, timeout=verifier_timeout,
                                     timeout_source=verifier_source, workspace=workspace, label="workdir")  # fmt: skip
-        return HarborRun(spec, "workdir", verification, out)
+        source = spec.initial_state_source()
+        control = lambda: verify_state(spec, source, python=options.python, timeout=verifier_timeout,  # noqa: E731
+                                       timeout_source=verifier_source, workspace=workspace, label="control",
+                                       exclude=initial_exclude(spec), described="initial state (control)")  # fmt: skip
+        return HarborRun(spec, "workdir", attributed(spec, verification, control), out)
     source = spec.initial_state_source()
     exclude = initial_exclude(spec)
     described = f"initial state ({spec.rel(source) if source is not None else 'empty'})"
@@ -1919,7 +1962,9 @@ def _run_in_container(box: TaskContainer, spec: TaskSpec, options: RunOptions, o
     if options.workdir is not None:
         verification = box.verify("workdir", state=options.workdir.resolve(), timeout=verifier_timeout,
                                   timeout_source=verifier_source, shown=str(options.workdir.resolve()))  # fmt: skip
-        return HarborRun(spec, "workdir", verification, out)
+        control = lambda: box.verify("control", state=None, timeout=verifier_timeout,  # noqa: E731
+                                     timeout_source=verifier_source, shown="initial state (control)")  # fmt: skip
+        return HarborRun(spec, "workdir", attributed(spec, verification, control), out)
     described = f"initial state (image {box.image})"
     initial = box.verify("initial", state=None, timeout=verifier_timeout, timeout_source=verifier_source,
                          shown=described)  # fmt: skip

@@ -38,6 +38,7 @@ INVALID_FLAGS: Final = {
     "pytest_internals_patched": "pytest_internals_patched",
     "hook_of_unknown_origin": "hook_of_unknown_origin",
     "protected_file_modified": "protected_file_modified",
+    "record_forged": "tampered_outcome",
 }
 DAY: Final = 86400
 

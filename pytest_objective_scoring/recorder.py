@@ -17,6 +17,8 @@ set to a file path, it appends one JSON line per report (flushed, so a killed
 run keeps what it saw) and a final ``session`` line.
 """
 
+import hashlib
+import hmac
 import json
 import os
 import platform
@@ -27,6 +29,8 @@ import pytest
 
 FLAGS_KEY = "objective_scoring"
 ENV_RECORD = "OBJECTIVE_SCORING_RECORD"
+ENV_RECORD_KEY = "OBJECTIVE_SCORING_RECORD_KEY"
+ENV_ACTIVE = "OBJECTIVE_SCORING_ACTIVE"  # recording is on (workers flag their reports); not a secret
 ENV_IMPORT_ROOTS = "OBJECTIVE_SCORING_IMPORT_ROOTS"
 ENV_PACKAGES = "OBJECTIVE_SCORING_PACKAGES"
 ENV_COPY = "OBJECTIVE_SCORING_COPY"
@@ -285,18 +289,55 @@ def module_origins(names):
     return origins
 
 
-class FileRecorder:
-    """Controller-side writer of facts to a JSONL file (subprocess runs)."""
+def record_line(key, seq, record):
+    # type: (bytes, int, Dict[str, Any]) -> str
+    """One line of the record file: ``MAC JSON``, the JSON carrying its sequence number and the MAC
+    an HMAC-SHA256 of it under the run's key (the grader checks both: docs/runner.md)."""
+    text = json.dumps(dict(record, seq=seq), ensure_ascii=False, sort_keys=True)
+    return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest() + " " + text
 
-    def __init__(self, config, path):
-        # type: (Any, str) -> None
+
+class _Channel(object):
+    """The open record file and the signing key, taken from the environment when this module is
+    imported: before any code of the graded copy (its conftest files) runs, so that code finds
+    neither the file's path nor the key in ``os.environ``."""
+
+    def __init__(self, handle, key):
+        # type: (Any, bytes) -> None
+        self.handle, self.seq = handle, 0
+        self.sign = lambda seq, record: record_line(key, seq, record)
+
+    def write(self, record):
+        # type: (Dict[str, Any]) -> None
+        self.handle.write(self.sign(self.seq, record) + "\n")
+        self.seq += 1
+        self.handle.flush()
+
+
+def _take_channel():
+    # type: () -> Optional[_Channel]
+    path = os.environ.pop(ENV_RECORD, None)
+    key = os.environ.pop(ENV_RECORD_KEY, "")
+    if not path:
+        return None
+    return _Channel(open(path, "a", encoding="utf-8"), key.encode("ascii"))
+
+
+_CHANNEL = _take_channel()
+
+
+class FileRecorder:
+    """Controller-side writer of facts to the record file (subprocess runs)."""
+
+    def __init__(self, config, channel):
+        # type: (Any, _Channel) -> None
         self.config = config
-        self.handle = open(path, "a", encoding="utf-8")
+        self.channel = channel
+        self.handle = channel.handle
 
     def _write(self, record):
         # type: (Dict[str, Any]) -> None
-        self.handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self.handle.flush()
+        self.channel.write(record)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report):
@@ -378,13 +419,12 @@ class Shuffler(object):
 
 def pytest_configure(config):
     # type: (Any) -> None
-    path = os.environ.get(ENV_RECORD)
-    if not path:
+    if _CHANNEL is None and not os.environ.get(ENV_ACTIVE):
         return
     seed = os.environ.get("OBJECTIVE_SCORING_SHUFFLE_SEED")
     if seed:
         config.pluginmanager.register(Shuffler(int(seed)), "objective-scoring-shuffler")
     if not config.pluginmanager.has_plugin("objective-scoring-flagger"):
         config.pluginmanager.register(ReportFlagger(), "objective-scoring-flagger")
-    if not hasattr(config, "workerinput"):
-        config.pluginmanager.register(FileRecorder(config, path), "objective-scoring-file-recorder")
+    if not hasattr(config, "workerinput") and _CHANNEL is not None:
+        config.pluginmanager.register(FileRecorder(config, _CHANNEL), "objective-scoring-file-recorder")

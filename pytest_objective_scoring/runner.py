@@ -221,6 +221,8 @@ class _Grading:
             self.step("tests_again")
         self.runner["run"] = run.to_dict()
         grading, reason, failure = assess(run, self.instance, self.request.compat, self.copy, self.request.timeout)
+        if run.forged is not None:
+            self.integrity.append({"kind": "record_forged", "detail": run.forged})
         changes = protect.snapshot_changes(guard_before, protect.snapshot(self.copy, self.guarded))
         self.integrity += [{"kind": "protected_file_modified", "detail": change} for change in changes]
         for nodeid, record in run.collector.records.items():

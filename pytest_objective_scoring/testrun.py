@@ -7,6 +7,8 @@ environment, the copy's import roots first on its path, no network where
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import signal
@@ -42,6 +44,7 @@ class RunRecord:
     collector: Collector = field(default_factory=Collector)
     collect_errors: list[tuple[str, str]] = field(default_factory=list)
     session: dict[str, Any] | None = None
+    forged: str | None = None  # why the record cannot be the recorder's (code of the graded copy wrote to it)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -49,6 +52,7 @@ class RunRecord:
             "command": self.command,
             "exit_code": self.exit_code,
             "pytest_exitstatus": None if self.session is None else self.session["exitstatus"],
+            "record_forged": self.forged,
             "timed_out": self.timed_out,
             "wall_time": round(self.wall_time, 3),
             "cpu": round(self.cpu, 3),
@@ -211,6 +215,7 @@ def run_tests(
     (tools / f"{RECORDER_MODULE}.py").write_text(_recorder_source(), encoding="utf-8")
     record_file = workspace / f"{label}.jsonl"
     record_file.unlink(missing_ok=True)
+    key = record_key()
     roots, packages = import_roots(copy)
     environ = base_env()
     environ.update(
@@ -220,7 +225,7 @@ def run_tests(
         PYTHONDONTWRITEBYTECODE="1",
         PYTHONHASHSEED="0",
         PYTHONIOENCODING="utf-8",
-        OBJECTIVE_SCORING_RECORD=str(record_file),
+        **record_env(str(record_file), key),
         OBJECTIVE_SCORING_IMPORT_ROOTS=os.pathsep.join(roots),
         OBJECTIVE_SCORING_PACKAGES=os.pathsep.join(packages),
         OBJECTIVE_SCORING_COPY=str(copy.resolve()),
@@ -240,32 +245,64 @@ def run_tests(
     code, timed_out, wall, cpu = run_process([*prefix, *command], cwd=copy, env=environ, timeout=timeout, log=log)
     run = RunRecord(command=command, label=label, exit_code=code, timed_out=timed_out, wall_time=wall, cpu=cpu)
     run.output_tail = log.read_text(encoding="utf-8", errors="replace")[-OUTPUT_TAIL:]
-    run.collector, run.collect_errors, run.session = read_records(record_file)
+    run.collector, run.collect_errors, run.session = read_records(record_file, key)
+    if run.session is not None and run.session.get("forged"):
+        run.forged, run.session = run.session["forged"], None
     return run
 
 
-def read_records(record_file: Path) -> tuple[Collector, list[tuple[str, str]], dict[str, Any] | None]:
+def record_key() -> str:
+    """A fresh key for one test run's record (the recorder signs every line with it)."""
+    import secrets
+
+    return secrets.token_hex(32)
+
+
+def record_env(path: str, key: str) -> dict[str, str]:
+    """The environment that turns the recorder on: the record file and its key (both taken out of
+    the environment by the recorder before any code of the graded copy runs) and the flag that
+    tells pytest-xdist workers to flag their reports."""
+    return {"OBJECTIVE_SCORING_RECORD": path, "OBJECTIVE_SCORING_RECORD_KEY": key, "OBJECTIVE_SCORING_ACTIVE": "1"}
+
+
+def read_records(record_file: Path, key: str) -> tuple[Collector, list[tuple[str, str]], dict[str, Any] | None]:
     """What the recorder wrote: every test's phase facts, the collection errors, and the session
-    (its last word: anything written after it was not the recorder)."""
+    (its last word). Every line must carry the recorder's signature under ``key`` and the next
+    sequence number, and nothing may follow the session; else the session is ``{"forged": why}``:
+    code of the graded copy wrote to the record (only a last line cut short by a kill is forgiven)."""
     collector = Collector()
     errors: list[tuple[str, str]] = []
     session = None
-    if record_file.exists():
-        for line in record_file.read_text(encoding="utf-8", errors="replace").split("\n"):
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut short by a kill
-            kind = item.pop("type", None)
-            if kind == "test":
-                collector.add(item)
-            elif kind == "collect_error":
-                errors.append((item["nodeid"], item["message"]))
-            elif kind == "session":
-                session = item
-                break
+    if not record_file.exists():
+        return collector, errors, session
+    text = record_file.read_text(encoding="utf-8", errors="replace")
+    lines = text.split("\n")
+    expected = 0
+    for number, line in enumerate(lines):
+        if not line.strip():
+            continue
+        if session is not None:
+            return collector, errors, {"forged": f"record line {number + 1} was written after the session ended"}
+        mac, _, body = line.partition(" ")
+        good = hmac.new(key.encode("ascii"), body.encode("utf-8"), hashlib.sha256).hexdigest()
+        try:
+            item = json.loads(body)
+        except json.JSONDecodeError:
+            item = None
+        if item is None or not isinstance(item, dict) or not hmac.compare_digest(mac.encode(), good.encode()):
+            if number == len(lines) - 1 and not text.endswith("\n"):
+                break  # a line cut short by a kill
+            return collector, errors, {"forged": f"record line {number + 1} does not carry the recorder's signature"}
+        if item.pop("seq", None) != expected:
+            return collector, errors, {"forged": f"record line {number + 1} is out of sequence (replayed or removed lines)"}
+        expected += 1
+        kind = item.pop("type", None)
+        if kind == "test":
+            collector.add(item)
+        elif kind == "collect_error":
+            errors.append((item["nodeid"], item["message"]))
+        elif kind == "session":
+            session = item
     return collector, errors, session
 
 
@@ -275,6 +312,9 @@ def assess(run: RunRecord, instance: Instance, compat: str, copy: Path, timeout:
     grading = grade(instance, records, compat)
     if run.timed_out:
         return grading, f"the test run timed out after {timeout:g}s", "verifier"
+    if run.forged is not None:
+        return grading, (f"the record of the test run was written by something other than the recorder "
+                         f"({run.forged}): code of the graded copy tampered with its verdict"), "verifier"  # fmt: skip
     if run.session is None:
         if "No module named pytest" in run.output_tail:
             return grading, f"pytest is not installed for {run.command[0]}", "setup"

@@ -421,7 +421,8 @@ def test_a_verifier_timeout_is_no_verdict_and_writes_no_reward(tmp_path: Path) -
     ledger = tmp_path / "ledger.sqlite"
     result = run_task(load_task(task), RunOptions(workdir=workdir, timeout=300, ledger=ledger))
     assert result.exit_code == EXIT_REFUSED
-    assert result.verification.no_verdict_reason == "the verifier timed out after 1s"  # the task's timeout wins
+    assert result.verification.no_verdict_reason == ("the verifier timed out after 1s; the initial state gives no "
+                                                     "verdict either (the verifier timed out after 1s)")  # fmt: skip
     assert result.verification.timeout_source == "task.toml [verifier] timeout_sec"
     out = workdir / "logs" / "verifier"
     assert sorted(p.name for p in out.iterdir()) == ["objective-scoring.json", "test-stdout.txt"]
@@ -432,7 +433,63 @@ def test_a_verifier_timeout_is_no_verdict_and_writes_no_reward(tmp_path: Path) -
     body = entry.data
     assert (body["status"], body["solved"], body["outcome"], body["failure_class"], body["reward"]) == (
         "no_verdict", None, "infrastructure_failure", "verifier", None)
-    assert body["no_verdict_reason"] == "the verifier timed out after 1s" and body["exit_code"] == EXIT_REFUSED
+    assert body["no_verdict_reason"].startswith("the verifier timed out after 1s") and body["exit_code"] == EXIT_REFUSED
+
+
+@pytest.mark.slow
+def test_a_working_state_that_breaks_its_own_run_is_not_solved_never_infrastructure(tmp_path: Path) -> None:
+    """Review: a working state that hangs, or ends the test process, used to be recorded as the
+    verifier's failure, and so left out of a solve rate. The initial state, run the same way,
+    gives a verdict: the failure is the working state's."""
+    ledger = tmp_path / "ledger.sqlite"
+    for name, code in (("exits", "import os\nos._exit(0)\n"), ("hangs", "import time\ntime.sleep(60)\n")):
+        workdir = tmp_path / name
+        shutil.copytree(CSV / "environment", workdir, ignore=shutil.ignore_patterns("Dockerfile"))
+        (workdir / "csvtotal.py").write_text(code)
+        spec = load_task(CSV)
+        result = run_task(spec, RunOptions(workdir=workdir, timeout=5, ledger=ledger, out=tmp_path / name / "out"))
+        assert (result.outcome, result.failure_class, result.exit_code) == ("not_solved", "solver", EXIT_NOT_SOLVED), name
+        assert result.verification.reward is not None and result.verification.reward.reward == 0.0
+        assert "working state broke its own run" in (result.verification.attribution or "")
+    with Ledger(ledger) as opened:
+        bodies = [e.data for e in opened.entries("harbor")]
+    assert [(b["outcome"], b["failure_class"], b["solved"]) for b in bodies] == [("not_solved", "solver", False)] * 2
+
+
+@pytest.mark.slow
+def test_a_working_state_that_forges_its_record_is_not_solved(tmp_path: Path) -> None:
+    """Review: code of the working state appended passed facts and a session line to the record
+    file named in its environment, and the run read SOLVED. The recorder now takes the file and its
+    key out of the environment before that code runs, and signs every line."""
+    forger = textwrap.dedent(
+        """
+        import json, os
+        def total(path):
+            return -1
+        path = os.environ.get("OBJECTIVE_SCORING_RECORD")
+        for fd in os.listdir("/proc/self/fd"):  # the knowing attacker: find the open record file
+            try:
+                target = os.readlink("/proc/self/fd/" + fd)
+            except OSError:
+                continue
+            if target.endswith("record.jsonl"):
+                path = target
+        if path:
+            with open(path, "a") as handle:
+                for test in ("test_total_of_orders", "test_single_row", "test_header_only_is_zero"):
+                    for when in ("setup", "call", "teardown"):
+                        handle.write(json.dumps({"type": "test", "nodeid": "tests/test_outputs.py::" + test,
+                                                 "when": when, "outcome": "passed", "duration": 0.0}) + "\\n")
+                handle.write(json.dumps({"type": "session", "exitstatus": 0}) + "\\n")
+        """
+    )
+    workdir = tmp_path / "wd"
+    shutil.copytree(CSV / "environment", workdir, ignore=shutil.ignore_patterns("Dockerfile"))
+    (workdir / "csvtotal.py").write_text(forger)
+    result = run_task(load_task(CSV), RunOptions(workdir=workdir, timeout=60, out=tmp_path / "out"))
+    assert (result.outcome, result.exit_code) == ("not_solved", EXIT_NOT_SOLVED)
+    flags = [flag["kind"] for flag in result.verification.envelope["integrity"]["flags"]]
+    assert "record_forged" in flags
 
 
 # ---------------------------------------------------------------------------- the command line

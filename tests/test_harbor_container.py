@@ -316,7 +316,9 @@ def test_script_reward_reads_harbor_reward_files(tmp_path: Path) -> None:
     assert one is not None and (one.metric_space, one.reward, one.solved, one.passed) == ("binary", 1.0, True, None)
     assert one.named() == {"reward": 1.0, "solved": 1}
     half, _ = read(binary, reward_txt="0.5")
-    assert half is not None and not half.solved
+    assert half is not None and (half.reward, half.solved) == (0.0, False)  # binary: 1 or 0, never 0.5
+    huge, why = read(share, reward_json='{"reward": ' + "9" * 400 + "}")
+    assert huge is None and "too large" in str(why)
     named, _ = read(share, reward_json='{"reward": 0.97, "checks": 30}', reward_txt="0")  # reward.json first
     assert named is not None and (named.reward, named.solved, named.threshold) == (0.97, True, 0.95)
     only, _ = read(share, reward_json='{"accuracy": 0.5}')
@@ -353,7 +355,8 @@ def test_a_verifier_timeout_in_the_container_is_an_infrastructure_failure(tmp_pa
     result = run_task(load_task(task), RunOptions(workdir=workdir, ledger=ledger), engine=engine.status)
     verification = result.verification
     assert (verification.status, verification.failure_class, verification.where) == ("no_verdict", "verifier", "container")
-    assert verification.no_verdict_reason == "the verifier timed out after 1s"
+    assert verification.no_verdict_reason == ("the verifier timed out after 1s; the initial state gives no verdict "
+                                              "either (the verifier timed out after 1s)")  # fmt: skip
     assert (result.exit_code, result.outcome, result.failure_class) == (EXIT_REFUSED, "infrastructure_failure", "verifier")
     out = workdir / "logs" / "verifier"
     assert not (out / "reward.txt").exists() and not (out / "reward.json").exists()

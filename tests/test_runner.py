@@ -525,6 +525,13 @@ def test_candidate_forging_recorder_lines_cannot_turn_a_failure_into_a_pass(tmp_
         import atexit as _atexit, json as _json, os as _os
         def _forge():
             path = _os.environ.get("OBJECTIVE_SCORING_RECORD")
+            for fd in _os.listdir("/proc/self/fd"):  # the knowing attacker finds the open record file
+                try:
+                    target = _os.readlink("/proc/self/fd/" + fd)
+                except OSError:
+                    continue
+                if target.endswith(".jsonl"):
+                    path = target
             if path:
                 with open(path, "a") as handle:
                     for nodeid in ("tests/test_merge.py::TestMerge::test_touching",
@@ -532,6 +539,7 @@ def test_candidate_forging_recorder_lines_cannot_turn_a_failure_into_a_pass(tmp_
                         for when in ("setup", "call", "teardown"):
                             handle.write(_json.dumps({"type": "test", "nodeid": nodeid, "when": when,
                                                       "outcome": "passed", "duration": 0.0}) + "\\n")
+                    handle.write(_json.dumps({"type": "session", "exitstatus": 0}) + "\\n")
         _forge()                   # before the real run: the real (failing) run comes after
         _atexit.register(_forge)   # after the session line: never read
         """
@@ -540,6 +548,12 @@ def test_candidate_forging_recorder_lines_cannot_turn_a_failure_into_a_pass(tmp_
     result = grade("intervals", diff.encode())
     assert result.envelope["score"]["resolved"] == "not_resolved"
     assert result.envelope["score"]["fail_to_pass"]["passed"] == 0
+    assert "written by something other than the recorder" in result.envelope["runner"]["failure_detail"]
+    assert result.envelope["runner"]["failure_class"] == "solver"  # the control run is clean: the candidate's doing
+    assert [f["kind"] for f in result.envelope["integrity"]["flags"]] == ["record_forged"]
+    from pytest_objective_scoring.integrity import assess as disposition
+
+    assert disposition(result.envelope, {"state": "valid"})[:2] == ("invalid", ["tampered_outcome"])
 
 
 def test_writing_test_data_through_a_symlink_is_put_back(tmp_path):
