@@ -17,13 +17,35 @@ set to a file path, it appends one JSON line per report (flushed, so a killed
 run keeps what it saw) and a final ``session`` line.
 """
 
-import hashlib
-import hmac
-import json
 import os
-import platform
 import sys
-from typing import Any, Dict, Generator, List, Optional  # type comments: this file must parse on Python 3.7
+
+
+def _take_key():
+    # type: () -> str
+    """First of all, before this module imports anything the graded copy could supply: the record's
+    key, from standard input when the grader put it there (then it is in no process's environment,
+    not even /proc/self/environ), else from the environment, out of which it is taken."""
+    key = os.environ.pop("OBJECTIVE_SCORING_RECORD_KEY", "")
+    if os.environ.pop("OBJECTIVE_SCORING_RECORD_KEY_STDIN", None):
+        data = b""
+        while not data.endswith(b"\n") and len(data) < 256:
+            chunk = os.read(0, 256 - len(data))
+            if not chunk:
+                break
+            data += chunk
+        key = data.decode("ascii", "replace").strip()
+    return key
+
+
+_MODULES_BEFORE = set(sys.modules)
+_KEY_TAKEN = _take_key()
+
+import hashlib  # noqa: E402 (after the key is taken)
+import hmac  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+from typing import Any, Dict, Generator, List, Optional  # noqa: E402  # type comments: this file must parse on Python 3.7
 
 import pytest
 
@@ -289,12 +311,13 @@ def module_origins(names):
     return origins
 
 
-def record_line(key, seq, record):
-    # type: (bytes, int, Dict[str, Any]) -> str
+def record_line(key, seq, record, _dumps=json.dumps, _new=hmac.new, _sha256=hashlib.sha256):
+    # type: (bytes, int, Dict[str, Any], Any, Any, Any) -> str
     """One line of the record file: ``MAC JSON``, the JSON carrying its sequence number and the MAC
-    an HMAC-SHA256 of it under the run's key (the grader checks both: docs/runner.md)."""
-    text = json.dumps(dict(record, seq=seq), ensure_ascii=False, sort_keys=True)
-    return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest() + " " + text
+    an HMAC-SHA256 of it under the run's key (the grader checks both: docs/runner.md). The
+    functions it uses are bound when the recorder loads, before the graded copy's code runs."""
+    text = _dumps(dict(record, seq=seq), ensure_ascii=False, sort_keys=True)
+    return _new(key, text.encode("utf-8"), _sha256).hexdigest() + " " + text
 
 
 class _Channel(object):
@@ -305,7 +328,8 @@ class _Channel(object):
     def __init__(self, handle, key):
         # type: (Any, bytes) -> None
         self.handle, self.seq = handle, 0
-        self.sign = lambda seq, record: record_line(key, seq, record)
+        line = record_line  # bound now: replacing the module's record_line later changes nothing
+        self.sign = lambda seq, record: line(key, seq, record)
 
     def write(self, record):
         # type: (Dict[str, Any]) -> None
@@ -314,16 +338,34 @@ class _Channel(object):
         self.handle.flush()
 
 
-def _take_channel():
-    # type: () -> Optional[_Channel]
+def shadowed_modules(before, root):
+    # type: (Any, Optional[str]) -> List[str]
+    """Modules imported since ``before`` whose file is inside the graded copy: Python's own modules
+    the copy supplies in place of the real ones (a ``hmac.py`` at its top, say)."""
+    if not root:
+        return []
+    return sorted(n for n in set(sys.modules) - set(before)
+                  if _inside(getattr(sys.modules.get(n), "__file__", None), os.path.realpath(root)))
+
+
+def _take_channel(key):
+    # type: (str) -> Optional[_Channel]
+    """The record's channel: the file descriptor the grader opened for it (or a path), and the key.
+    Refused (ImportError: no record, so no verdict) when the modules signing needs came from the copy."""
+    number = os.environ.pop("OBJECTIVE_SCORING_RECORD_FD", None)
     path = os.environ.pop(ENV_RECORD, None)
-    key = os.environ.pop(ENV_RECORD_KEY, "")
-    if not path:
+    if number is None and not path:
         return None
-    return _Channel(open(path, "a", encoding="utf-8"), key.encode("ascii"))
+    shadows = shadowed_modules(_MODULES_BEFORE, os.environ.get(ENV_COPY))
+    if shadows:
+        raise ImportError("the graded copy supplies %s in place of Python's own modules: the recorder refuses "
+                          "to record this run" % ", ".join(shadows))
+    handle = os.fdopen(int(number), "a", encoding="utf-8") if number is not None else open(str(path), "a", encoding="utf-8")
+    return _Channel(handle, key.encode("ascii"))
 
 
-_CHANNEL = _take_channel()
+_CHANNEL = _take_channel(_KEY_TAKEN)
+del _KEY_TAKEN
 
 
 class FileRecorder:
@@ -334,15 +376,19 @@ class FileRecorder:
         self.config = config
         self.channel = channel
         self.handle = channel.handle
+        self.sign = channel.sign
 
     def _write(self, record):
         # type: (Dict[str, Any]) -> None
-        self.channel.write(record)
+        channel = self.channel
+        channel.handle.write(self.sign(channel.seq, record) + "\n")
+        channel.seq += 1
+        channel.handle.flush()
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_logreport(self, report):
-        # type: (Any) -> None
-        fact = fact_from_report(report)
+    def pytest_runtest_logreport(self, report, _fact=fact_from_report):
+        # type: (Any, Any) -> None
+        fact = _fact(report)  # bound when the recorder loaded: replacing the module's function changes nothing
         fact["type"] = "test"
         self._write(fact)
 

@@ -11,8 +11,11 @@ import hashlib
 import hmac
 import json
 import os
+import shutil
 import signal
+import stat
 import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -139,7 +142,8 @@ def _kill_group(group: int) -> None:
 
 
 def run_process(
-    command: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float, log: Path
+    command: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float, log: Path,
+    stdin_data: bytes = b"", pass_fds: Sequence[int] = (),
 ) -> tuple[int | None, bool, float, float]:
     """Run ``command`` in its own process group; kill the group at the timeout.
 
@@ -147,19 +151,28 @@ def run_process(
     the rusage of the child and every descendant it waited for.
     """
     started = time.perf_counter()
-    with _LIVE_LOCK, open(log, "wb") as out:
-        if _STOPPING.is_set():
-            raise Interrupted("the grading was stopped")
-        proc = subprocess.Popen(
-            list(command),
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        _LIVE_GROUPS.add(proc.pid)
+    reader, writer = os.pipe()  # ``stdin_data`` (a key, say): written whole before the start, then end of file
+    try:
+        os.write(writer, stdin_data)
+    finally:
+        os.close(writer)
+    try:
+        with _LIVE_LOCK, open(log, "wb") as out:
+            if _STOPPING.is_set():
+                raise Interrupted("the grading was stopped")
+            proc = subprocess.Popen(
+                list(command),
+                cwd=cwd,
+                env=dict(env),
+                stdin=reader,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                pass_fds=tuple(pass_fds),
+            )
+            _LIVE_GROUPS.add(proc.pid)
+    finally:
+        os.close(reader)
     waited: dict[str, Any] = {}
 
     def wait() -> None:
@@ -209,23 +222,36 @@ def run_tests(
     label: str,
     shuffle_seed: int | None = None,
 ) -> RunRecord:
-    """Run pytest on ``test_files`` in ``copy`` and collect the recorder's facts."""
-    tools = workspace / "tools"
-    tools.mkdir(exist_ok=True)
+    """Run pytest on ``test_files`` in ``copy`` and collect the recorder's facts.
+
+    The test process runs the candidate's code, which can write anywhere the grader can: what
+    one run leaves in the workspace (its home, the recorder's folder, a record or log path made a
+    folder or a FIFO, the copy's ``.git`` configuration) is put back before it can affect the
+    next run or the grader. The record is a file the grader creates under an unpredictable name
+    and hands to the test process as an open descriptor, and reads back through its own; its key
+    reaches the recorder on standard input, never through the environment.
+    """
+    tools, home, tmp = workspace / "tools", workspace / "home", workspace / "tmp"
+    for folder in (tools, home, tmp):
+        fresh(folder)
+        folder.mkdir()
     (tools / f"{RECORDER_MODULE}.py").write_text(_recorder_source(), encoding="utf-8")
-    record_file = workspace / f"{label}.jsonl"
-    record_file.unlink(missing_ok=True)
+    descriptor, name = tempfile.mkstemp(prefix=f"{label}-", suffix=".jsonl", dir=workspace)
+    writer = os.open(name, os.O_WRONLY | os.O_APPEND)  # every write lands at the end: nobody overwrites anybody
     key = record_key()
     roots, packages = import_roots(copy)
     environ = base_env()
     environ.update(
-        HOME=str(workspace / "home"),
-        TMPDIR=str(workspace / "tmp"),
+        HOME=str(home),
+        TMPDIR=str(tmp),
         PYTHONPATH=os.pathsep.join([str(tools), *roots]),
         PYTHONDONTWRITEBYTECODE="1",
+        PYTHONNOUSERSITE="1",
         PYTHONHASHSEED="0",
         PYTHONIOENCODING="utf-8",
-        **record_env(str(record_file), key),
+        OBJECTIVE_SCORING_RECORD_FD=str(writer),
+        OBJECTIVE_SCORING_RECORD_KEY_STDIN="1",
+        OBJECTIVE_SCORING_ACTIVE="1",
         OBJECTIVE_SCORING_IMPORT_ROOTS=os.pathsep.join(roots),
         OBJECTIVE_SCORING_PACKAGES=os.pathsep.join(packages),
         OBJECTIVE_SCORING_COPY=str(copy.resolve()),
@@ -233,8 +259,6 @@ def run_tests(
     )
     if shuffle_seed is not None:
         environ["OBJECTIVE_SCORING_SHUFFLE_SEED"] = str(shuffle_seed)
-    (workspace / "home").mkdir(exist_ok=True)
-    (workspace / "tmp").mkdir(exist_ok=True)
     # --maxfail=0 after the repository's addopts undoes a configured -x: every listed test must run.
     command = [
         python, "-m", "pytest", "-p", RECORDER_MODULE, "-p", "no:cacheprovider",
@@ -242,13 +266,111 @@ def run_tests(
     ]  # fmt: skip
     prefix = isolation_prefix(network)
     log = workspace / f"{label}.log"
-    code, timed_out, wall, cpu = run_process([*prefix, *command], cwd=copy, env=environ, timeout=timeout, log=log)
+    fresh(log)
+    git_state = git_snapshot(copy)
+    try:
+        code, timed_out, wall, cpu = run_process([*prefix, *command], cwd=copy, env=environ, timeout=timeout, log=log,
+                                                 stdin_data=(key + "\n").encode("ascii"), pass_fds=(writer,))  # fmt: skip
+        text = read_bounded(descriptor)
+    finally:
+        os.close(writer)
+        os.close(descriptor)
+        git_restore(copy, git_state)
     run = RunRecord(command=command, label=label, exit_code=code, timed_out=timed_out, wall_time=wall, cpu=cpu)
-    run.output_tail = log.read_text(encoding="utf-8", errors="replace")[-OUTPUT_TAIL:]
-    run.collector, run.collect_errors, run.session = read_records(record_file, key)
+    run.output_tail = read_tail(log, OUTPUT_TAIL)
+    run.collector, run.collect_errors, run.session = parse_records(text, key)
     if run.session is not None and run.session.get("forged"):
         run.forged, run.session = run.session["forged"], None
     return run
+
+
+RECORD_LIMIT: Final = 256 * 1024 * 1024
+GIT_GUARDED: Final = ("config", "info", "hooks", "objects/info")
+
+
+def fresh(path: Path) -> None:
+    """Remove whatever is at ``path`` (a file, a folder, a link, a FIFO), never following a link."""
+    try:
+        if path.is_symlink() or not path.is_dir():
+            path.unlink(missing_ok=True)
+        else:
+            shutil.rmtree(path)
+    except FileNotFoundError:
+        pass
+
+
+def read_bounded(descriptor: int, limit: int = RECORD_LIMIT) -> str:
+    """What the test process wrote to the record, read through the grader's own descriptor."""
+    chunks, size, offset = [], 0, 0
+    while size < limit:
+        chunk = os.pread(descriptor, min(1 << 20, limit - size), offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+        offset += len(chunk)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def read_tail(path: Path, size: int) -> str:
+    """The last ``size`` characters of a log the test process could have replaced: a regular file
+    only (never a FIFO, a folder or a link), read without blocking."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        return f"<the log could not be read: {exc}>"
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            return "<the log was replaced by something that is not a file>"
+        start = max(0, info.st_size - size * 4)
+        return os.pread(descriptor, size * 4, start).decode("utf-8", "replace")[-size:]
+    finally:
+        os.close(descriptor)
+
+
+def git_snapshot(copy: Path) -> dict[str, bytes] | None:
+    """The copy's git configuration, attributes, hooks and alternates, before the test process runs
+    (code of the candidate could add a filter or a hook that the grader's next git command runs)."""
+    root = copy / ".git"
+    if not root.is_dir() or root.is_symlink():
+        return None
+    files: dict[str, bytes] = {}
+    for name in GIT_GUARDED:
+        place = root / name
+        if place.is_file() and not place.is_symlink():
+            files[name] = place.read_bytes()
+        elif place.is_dir() and not place.is_symlink():
+            for item in place.rglob("*"):
+                if item.is_file() and not item.is_symlink():
+                    files[item.relative_to(root).as_posix()] = item.read_bytes()
+    return files
+
+
+def git_restore(copy: Path, snapshot: dict[str, bytes] | None) -> None:
+    """Put the copy's guarded git files back exactly as :func:`git_snapshot` saw them."""
+    if snapshot is None:
+        return
+    root = copy / ".git"
+    if root.is_symlink() or not root.is_dir():
+        fresh(root)
+        root.mkdir()
+    for name in GIT_GUARDED:
+        place = root / name
+        if name in snapshot:
+            fresh(place)
+            place.parent.mkdir(parents=True, exist_ok=True)
+            place.write_bytes(snapshot[name])
+            continue
+        fresh(place)
+        mine = {key: data for key, data in snapshot.items() if key.startswith(name + "/")}
+        if mine:
+            for key, data in mine.items():
+                target = root / key
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+        elif name in ("info", "hooks", "objects/info"):
+            place.mkdir(parents=True, exist_ok=True)
 
 
 def record_key() -> str:
@@ -266,6 +388,24 @@ def record_env(path: str, key: str) -> dict[str, str]:
 
 
 def read_records(record_file: Path, key: str) -> tuple[Collector, list[tuple[str, str]], dict[str, Any] | None]:
+    """:func:`parse_records` of a record file (a regular file only, read without blocking and
+    bounded: anything else is a forged record)."""
+    if not record_file.exists() and not record_file.is_symlink():
+        return Collector(), [], None
+    try:
+        descriptor = os.open(record_file, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        return Collector(), [], {"forged": f"the record file cannot be read as a file ({exc.strerror})"}
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return Collector(), [], {"forged": "the record file was replaced by something that is not a file"}
+        text = read_bounded(descriptor)
+    finally:
+        os.close(descriptor)
+    return parse_records(text, key)
+
+
+def parse_records(text: str, key: str) -> tuple[Collector, list[tuple[str, str]], dict[str, Any] | None]:
     """What the recorder wrote: every test's phase facts, the collection errors, and the session
     (its last word). Every line must carry the recorder's signature under ``key`` and the next
     sequence number, and nothing may follow the session; else the session is ``{"forged": why}``:
@@ -273,9 +413,6 @@ def read_records(record_file: Path, key: str) -> tuple[Collector, list[tuple[str
     collector = Collector()
     errors: list[tuple[str, str]] = []
     session = None
-    if not record_file.exists():
-        return collector, errors, session
-    text = record_file.read_text(encoding="utf-8", errors="replace")
     lines = text.split("\n")
     expected = 0
     for number, line in enumerate(lines):

@@ -39,7 +39,7 @@ ENV_KEEP: Final = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT", "TE
 GIT_IDENTITY: Final = (
     "-c", "user.name=objective-score", "-c", "user.email=objective-score@localhost",
     "-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false",
-    "-c", "core.quotePath=false",
+    "-c", "core.quotePath=false", "-c", "core.fsmonitor=false",
 )  # fmt: skip
 NOT_SOURCE_DIRS: Final = frozenset({"tests", "test", "testing", "docs", "doc", "examples", "benchmarks", "build", "dist"})
 
@@ -69,7 +69,7 @@ def git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProces
         text=True,
         errors="replace",
         stdin=subprocess.DEVNULL,
-        env={**base_env(), "GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1"},
+        env={**base_env(), "GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "GIT_NO_REPLACE_OBJECTS": "1"},
     )
     if check and result.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} failed: {(result.stderr or result.stdout).strip()}")

@@ -697,3 +697,91 @@ def test_an_interrupt_while_waiting_kills_the_whole_test_process_group(tmp_path:
         time.sleep(0.05)
     with pytest.raises(ProcessLookupError):  # the shell and its background sleep are gone
         os.killpg(group, 0)
+
+
+# Red team: a candidate that attacks the recorder, the record or the grader. Each leaves the bug in
+# place and adds hostile code to the module the tests import; none may be resolved, and none may
+# make its failure an infrastructure failure (exit 3) or reach the grader.
+ATTACKS = {
+    "recorder-globals": """
+import sys as _sys
+_rec = _sys.modules.get("_objective_scoring_recorder")
+if _rec is not None:
+    _fact = _rec.fact_from_report
+    _rec.fact_from_report = lambda report: dict(_fact(report), outcome="passed", message="")
+    _line = _rec.record_line
+    _rec.record_line = lambda key, seq, record, *a: _line(key, seq, dict(record, exitstatus=0, testsfailed=0)
+                                                          if record.get("type") == "session" else record, *a)
+""",
+    "key-from-proc-environ": """
+import hashlib as _hl, hmac as _hm, json as _js, os as _os
+_env = dict(item.split(b"=", 1) for item in open("/proc/self/environ", "rb").read().split(b"\\0") if b"=" in item)
+_key = _env.get(b"OBJECTIVE_SCORING_RECORD_KEY")
+open(_os.environ["OBJECTIVE_PROBE"], "w").write("key" if _key else "no key")
+""",
+    "record-made-a-fifo": """
+import os as _os
+for _fd in _os.listdir("/proc/self/fd"):
+    try:
+        _target = _os.readlink("/proc/self/fd/" + _fd)
+    except OSError:
+        continue
+    if _target.endswith(".jsonl"):
+        _os.unlink(_target)
+        _os.mkfifo(_target)
+        _log = _target.rsplit("/", 1)[0] + "/control.log"
+        _os.makedirs(_log, exist_ok=True)
+""",
+    "user-site-pth": """
+import os as _os, site as _site, sys as _sys
+_dir = _os.path.join(_os.path.expanduser("~"), ".local", "lib", "python%d.%d" % _sys.version_info[:2], "site-packages")
+_os.makedirs(_dir, exist_ok=True)
+open(_os.path.join(_dir, "zz.pth"), "w").write("import os; os._exit(4)\\n")
+""",
+    "git-filter": """
+import os as _os, subprocess as _sp
+_root = _sp.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True).stdout.strip()
+if _root:
+    with open(_os.path.join(_root, ".git", "config"), "a") as _h:
+        _h.write('[filter "x"]\\n\\tsmudge = sh -c "echo pwned > $OBJECTIVE_PROBE_GIT; cat"\\n\\tclean = cat\\n'
+                 '[core]\\n\\tfsmonitor = "sh -c \\'echo pwned > $OBJECTIVE_PROBE_GIT\\'"\\n')
+    _os.makedirs(_os.path.join(_root, ".git", "info"), exist_ok=True)
+    with open(_os.path.join(_root, ".git", "info", "attributes"), "a") as _h:
+        _h.write("*.py filter=x\\n")
+_os._exit(1)
+""",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_a_candidate_attacking_the_recorder_or_the_grader_is_not_resolved(attack, tmp_path, monkeypatch):
+    probe, git_probe = tmp_path / "probe", tmp_path / "git-probe"
+    monkeypatch.setenv("OBJECTIVE_PROBE", str(probe))  # (the test process keeps only the grader's scrubbed env)
+    code = ATTACKS[attack].replace('_os.environ["OBJECTIVE_PROBE"]', repr(str(probe)))
+    code = code.replace("$OBJECTIVE_PROBE_GIT", str(git_probe))
+    diff = make_patch(INTERVALS, {INTERVAL_PY: interval_source(BUGGY, extra=code)}, tmp_path)
+    result = grade("intervals", diff.encode(), timeout=60)
+    assert (result.envelope["score"]["resolved"], result.failure_class, result.exit_code) == ("not_resolved", "solver", 1)
+    assert not git_probe.exists()  # nothing the candidate configured ran in the grader
+    if attack == "key-from-proc-environ":
+        assert probe.read_text() == "no key"  # the key reached the recorder on standard input only
+
+
+def test_a_copy_that_shadows_the_recorders_own_modules_is_refused(tmp_path, monkeypatch):
+    """A ``hmac.py`` at the top of the copy would load in place of Python's own while the recorder
+    loads: the recorder lists such modules and refuses to record (no record: the control run then
+    makes it the candidate's failure)."""
+    from pytest_objective_scoring import recorder
+
+    (tmp_path / "hmac_shadow_probe.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = set(sys.modules)
+    import hmac_shadow_probe  # noqa: F401
+
+    assert recorder.shadowed_modules(before, str(tmp_path)) == ["hmac_shadow_probe"]
+    assert recorder.shadowed_modules(before, str(tmp_path / "elsewhere")) == []
+    del sys.modules["hmac_shadow_probe"]
+    diff = make_patch(INTERVALS, {"hmac.py": "from importlib import import_module\n"}, tmp_path)
+    result = grade("intervals", diff.encode(), timeout=60)
+    assert (result.envelope["score"]["resolved"], result.failure_class) == ("not_resolved", "solver")
