@@ -43,7 +43,8 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
@@ -59,6 +60,7 @@ __all__ = [
     "EngineStatus",
     "Finding",
     "HarborRun",
+    "Interrupted",
     "NeedsContainer",
     "Reward",
     "RewardRules",
@@ -78,6 +80,7 @@ __all__ = [
     "run_task",
     "script_reward",
     "static_tests",
+    "task_env",
     "verify_state",
 ]
 
@@ -129,6 +132,7 @@ CONTAINER_LABEL: Final = "objective-scoring.harbor"
 VERIFIER_PLUGIN: Final = "objective-scoring"
 VERIFIER_SCRIPT: Final = "tests/test.sh"
 ENV_VAR: Final = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+LINE_BREAK: Final = "contains a line break: a container gets the task's environment from an env file, one line a variable"
 
 
 class TaskError(ValueError):
@@ -143,6 +147,18 @@ class TaskError(ValueError):
 
 class NeedsContainer(RuntimeError):
     """The task needs a container that this command does not provide; nothing ran on the host."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run stopped by Ctrl-C (``harbor run`` turns SIGTERM into one), raised once its containers were
+    removed: ``not_removed`` lists those that could not be (``{"name", "error"}``), ``engine`` the
+    engine's name, to remove them with."""
+
+    def __init__(self, not_removed: Sequence[Mapping[str, str]] = (), engine: str | None = None) -> None:
+        self.not_removed = [dict(item) for item in not_removed]
+        self.engine = engine
+        names = ", ".join(item["name"] for item in self.not_removed)
+        super().__init__(f"interrupted; containers not removed: {names}" if names else "interrupted")
 
 
 # --------------------------------------------------------------------------------------------
@@ -289,6 +305,16 @@ def _toml() -> Any:
     return tomllib
 
 
+def _finite(value: Any) -> bool:
+    """A number of a configuration file that arithmetic can use: not a boolean, not inf or nan."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer too large for a float (YAML's are unbounded)
+        return False
+
+
 def _kind(value: Any) -> str:
     names = {bool: "a boolean", str: "a string", int: "an integer", float: "a number", list: "a list", dict: "a table"}
     return names.get(type(value), type(value).__name__)
@@ -323,8 +349,8 @@ class _Config:
         value = source.get(key)
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise self.error(table, key, f"expected a number of seconds > 0, got {value!r}")
+        if not _finite(value) or not value > 0:
+            raise self.error(table, key, f"expected a finite number of seconds > 0, got {value!r}")
         return float(value)
 
     def choice(self, table: str, key: str, choices: Sequence[str]) -> str | None:
@@ -339,9 +365,10 @@ class _Config:
         value = self.table(table).get(key)
         if value is None:
             return None
-        kinds = (int,) if integer else (int, float)
-        if isinstance(value, bool) or not isinstance(value, kinds) or not value > 0:
-            raise self.error(table, key, f"expected {'an integer' if integer else 'a number'} > 0, got {value!r}")
+        wrong = not isinstance(value, int) if integer else not _finite(value)
+        if isinstance(value, bool) or wrong or not value > 0:
+            expected = "an integer" if integer else "a finite number"
+            raise self.error(table, key, f"expected {expected} > 0, got {value!r}")
         return value
 
     def flag(self, table: str, key: str) -> bool:
@@ -365,9 +392,16 @@ class _Config:
             raise self.error(table, "env", f"expected a table of strings, got {_kind(value)}")
         env = {}
         for name, item in value.items():
+            text = str(name)
+            if not text or "=" in text or "\0" in text or any(c.isspace() for c in text):
+                raise self.error(table, f"env.{name}", "expected an environment variable name (no '=', whitespace "
+                                 f"or NUL), got {text!r}")  # fmt: skip
             if not isinstance(item, str):
                 raise self.error(table, f"env.{name}", f"expected a string, got {item!r}")
-            env[str(name)] = item
+            if "\0" in item:
+                raise self.error(table, f"env.{name}", "expected a string without NUL characters (no environment "
+                                 "can hold one)")  # fmt: skip
+            env[text] = item
         return env
 
     def names(self, table: str, key: str, value: Any, allow_all: bool) -> tuple[str, ...] | None:
@@ -389,7 +423,7 @@ def _rules(config: _Config) -> RewardRules:
         raise config.error("verifier", "reward", f"expected one of {', '.join(map(repr, REWARD_KINDS))}, got {kind!r}")
     threshold = verifier.get("threshold")
     if threshold is not None:
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
+        if not _finite(threshold) or not 0 < threshold <= 1:
             raise config.error("verifier", "threshold", f"expected a number in (0, 1], got {threshold!r}")
         if kind != "share":
             raise config.error("verifier", "threshold", 'a solved threshold needs a continuous reward (reward = "share")')
@@ -399,8 +433,8 @@ def _rules(config: _Config) -> RewardRules:
         raise config.error("verifier", "weights", f"expected a table of test name = weight, got {_kind(raw_weights)}")
     weights = {}
     for name, weight in raw_weights.items():
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
-            raise config.error("verifier", f"weights.{name}", f"expected a weight >= 0, got {weight!r}")
+        if not _finite(weight) or weight < 0:
+            raise config.error("verifier", f"weights.{name}", f"expected a finite weight >= 0, got {weight!r}")
         weights[str(name)] = float(weight)
     if weights and kind != "share":
         raise config.error("verifier", "weights", 'weights need a continuous reward (reward = "share")')
@@ -707,6 +741,11 @@ def check_task(spec: TaskSpec) -> list[Finding]:
         for where, test_name in declared:
             if not any(matches(test_name, t.test_id) for t in found):
                 findings.append(Finding("error", where, f"no test {test_name!r} in {', '.join(spec.rel(p) or '' for p in spec.test_files)}"))
+        if spec.metric_space == "continuous_reward" and all(_weighs_nothing(spec.rules, t) for t in found):
+            findings.append(Finding("error", f"{config} {spec.key('verifier', 'weights')}", "every test weighs 0: "
+                                    "the reward is always 0, so the task can never be solved"))  # fmt: skip
+    _, env_problems = _resolved_env(spec)
+    findings.extend(Finding("error", f"{spec.rel(spec.config_file)} {key}", problem) for key, problem in env_problems)
     if spec.layout == "harbor":
         if spec.instruction is None:
             findings.append(Finding("warning", "instruction.md", "missing: Harbor needs the task's instruction"))
@@ -733,6 +772,14 @@ def check_task(spec: TaskSpec) -> list[Finding]:
         findings.append(Finding("note", spec.key("environment", "host_ok"),
                                 f"runs on the host although it has {', '.join(spec.container)}"))  # fmt: skip
     return findings
+
+
+def _weighs_nothing(rules: RewardRules, test: StaticTest) -> bool:
+    """Whether a test found in the files certainly weighs 0: a declared name covering the whole function
+    gives it 0 and no declared name (of it or of one of its parameter sets) gives it more."""
+    covering = any(matches(name, test.test_id) for name in rules.weights)
+    related = [w for name, w in rules.weights.items() if matches(name.split("[", 1)[0], test.test_id)]
+    return covering and not any(related)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1013,6 +1060,37 @@ def resolve_env(spec: TaskSpec, table: str, values: Mapping[str, str]) -> dict[s
     return resolved
 
 
+def _resolved_env(spec: TaskSpec) -> tuple[dict[str, dict[str, str]], list[tuple[str, str]]]:
+    """The task's ``[verifier]`` and ``[solution] env``, resolved from this environment, and what stops a
+    value from reaching the tests, as ``(key, problem)`` pairs: an unset variable, or (for a task that
+    runs in a container, whose values travel in an env file, one line a variable) a line break."""
+    resolved: dict[str, dict[str, str]] = {}
+    problems: list[tuple[str, str]] = []
+    for table, values in (("verifier", spec.verifier_env), ("solution", spec.solution_env)):
+        resolved[table] = {}
+        for name, value in values.items():
+            key = spec.key(table, f"env.{name}")
+            try:
+                text = resolve_env(spec, table, {name: value})[name]
+            except TaskError as exc:
+                problems.append((key, exc.problem))
+                continue
+            if spec.needs_container and ("\n" in text or "\r" in text):
+                problems.append((key, LINE_BREAK))
+                continue
+            resolved[table][name] = text
+    return resolved, problems
+
+
+def task_env(spec: TaskSpec) -> dict[str, dict[str, str]]:
+    """The task's ``[verifier]`` and ``[solution] env`` (keys ``verifier``, ``solution``), resolved from
+    this environment before anything runs; raises :class:`TaskError` naming the key and the variable."""
+    resolved, problems = _resolved_env(spec)
+    if problems:
+        raise TaskError(spec.config_file, *problems[0])
+    return resolved
+
+
 def _environment(workspace: Path, extra: Mapping[str, str]) -> dict[str, str]:
     from .workspace import base_env
 
@@ -1065,12 +1143,15 @@ def _stage_tools(where: Path) -> Path:
     return tools
 
 
-def run_solution(spec: TaskSpec, state: Path, workspace: Path, timeout: float) -> dict[str, Any]:
-    """Run the task's solution script in ``state`` (a subprocess: no network, a timeout)."""
+def run_solution(spec: TaskSpec, state: Path, workspace: Path, timeout: float,
+                 env: Mapping[str, str] | None = None) -> dict[str, Any]:  # fmt: skip
+    """Run the task's solution script in ``state`` (a subprocess: no network, a timeout), with ``env``
+    (the task's ``[solution] env``, resolved; default: resolved here)."""
     from .testrun import isolation_prefix, run_process
 
     script = _stage_solution(spec, workspace) / spec.solution.name  # type: ignore[union-attr]
-    env = _environment(workspace, resolve_env(spec, "solution", spec.solution_env))
+    solution_env = resolve_env(spec, "solution", spec.solution_env) if env is None else env
+    env = _environment(workspace, solution_env)
     log = workspace / "solve.log"
     command = ["bash", str(script)]
     code, timed_out, wall, cpu = run_process([*isolation_prefix(False), *command], cwd=state, env=env,
@@ -1279,16 +1360,23 @@ def _failed(spec: TaskSpec, label: str, shown: str, reason: str, failure_class: 
 
 def verify_state(spec: TaskSpec, state: Path | None, *, python: str, timeout: float, timeout_source: str,
                  workspace: Path, label: str, original: Path | None = None, exclude: frozenset[str] = frozenset(),
-                 described: str | None = None) -> Verification:  # fmt: skip
+                 described: str | None = None, env: Mapping[str, str] | None = None) -> Verification:  # fmt: skip
     """Run the task's pytest tests on a copy of ``state`` on this machine and compute the reward.
 
     The copy is the tests' working directory and first on their import path; the task's
     ``tests/`` are copied beside it (``$TEST_DIR``) with their own pytest configuration (an
     empty ``pytest.ini`` when they have none, so nothing of the working state configures
     the verifier). pytest runs in a subprocess of ``python`` with the recorder, no network
-    where ``unshare`` works, and a timeout that kills the whole process group.
+    where ``unshare`` works, and a timeout that kills the whole process group. ``env`` is the
+    task's ``[verifier] env``, resolved (default: resolved here).
     """
-    from .testrun import RECORDER_MODULE, isolation_prefix, record_env, record_key, run_process
+    from .testrun import (
+        RECORDER_MODULE,
+        isolation_prefix,
+        record_env,
+        record_key,
+        run_process,
+    )
     from .workspace import import_roots
 
     area = workspace / label
@@ -1302,7 +1390,8 @@ def verify_state(spec: TaskSpec, state: Path | None, *, python: str, timeout: fl
     record_file = area / "record.jsonl"
     key = record_key()
     roots, packages = import_roots(copy)
-    env = _environment(area, {
+    verifier_env = resolve_env(spec, "verifier", spec.verifier_env) if env is None else env
+    environment = _environment(area, {
         "PYTHONPATH": os.pathsep.join([str(tools), *roots]),
         "TEST_DIR": str(tests),
         **record_env(str(record_file), key),
@@ -1310,13 +1399,13 @@ def verify_state(spec: TaskSpec, state: Path | None, *, python: str, timeout: fl
         "OBJECTIVE_SCORING_PACKAGES": os.pathsep.join(packages),
         "OBJECTIVE_SCORING_COPY": str(copy.resolve()),
         "OBJECTIVE_SCORING_ORIGINAL": str((original or state or copy).resolve()),
-        **resolve_env(spec, "verifier", spec.verifier_env),
+        **verifier_env,
     })  # fmt: skip
     files = [str(tests / p.relative_to(spec.tests_dir)) for p in spec.test_files]
     command = [python, "-m", "pytest", "-p", RECORDER_MODULE, "-p", "no:cacheprovider", "-q", "-rfE", "--maxfail=0",
                "--continue-on-collection-errors", "--rootdir", str(tests), *files]  # fmt: skip
     log = area / "pytest.log"
-    code, timed_out, wall, cpu = run_process([*isolation_prefix(False), *command], cwd=copy, env=env,
+    code, timed_out, wall, cpu = run_process([*isolation_prefix(False), *command], cwd=copy, env=environment,
                                              timeout=timeout, log=log)  # fmt: skip
     run = {"command": command, "exit_code": code, "timed_out": timed_out, "wall_time": round(wall, 3),
            "cpu": round(cpu, 3), "output_tail": _tail(log)}  # fmt: skip
@@ -1333,13 +1422,28 @@ class ContainerFailure(RuntimeError):
     """A container engine command failed: the run has no verdict (an infrastructure failure)."""
 
 
+class StateFailure(ContainerFailure):
+    """The container could not be given the working state as it is (its working directory could not be
+    emptied): no verdict (``setup``), never a verdict on a mix of the image's files and the state's."""
+
+
+def _last_line(done: subprocess.CompletedProcess[str]) -> str:
+    """The last line an engine command wrote (its error, usually), or ``no output``."""
+    lines = [line.strip() for line in (done.stderr or done.stdout or "").splitlines() if line.strip()]
+    return lines[-1] if lines else "no output"
+
+
 def _slug(name: str) -> str:
     """A name the engines accept in an image tag or a label (lower case, ``[a-z0-9_.-]``)."""
     return re.sub(r"[^a-z0-9_.-]+", "-", name.lower()).strip("-._")[:60] or "task"
 
 
 # Shell snippets run in the container (``sh -c``): POSIX sh only, no tool beyond mkdir and rm.
-_CLEAR_WORKDIR: Final = 'rm -rf -- "$1"/* "$1"/.[!.]* "$1"/..?*; mkdir -p "$1"'
+# Emptying the working directory fails unless it is empty afterwards: files rm could not remove (an image
+# USER without permission) would otherwise be verified as part of the working state copied over them.
+_CLEAR_WORKDIR: Final = ('mkdir -p "$1" && rm -rf -- "$1"/* "$1"/.[!.]* "$1"/..?* && '
+                         'for f in "$1"/* "$1"/.[!.]* "$1"/..?*; do if [ -e "$f" ] || [ -L "$f" ]; then '
+                         'echo "$f is still there" >&2; exit 1; fi; done')  # fmt: skip
 _SETUP: Final = (f"mkdir -p {C_TESTS} {C_VERIFIER_LOGS} {C_RUN} && rm -rf {C_TESTS}/* {C_TESTS}/.[!.]* && "
                  f"rm -f {C_VERIFIER_LOGS}/{REWARD_TXT} {C_VERIFIER_LOGS}/{REWARD_JSON} {C_RUN}/record.jsonl")  # fmt: skip
 _FIND_PYTHON: Final = ('for p in python3 python; do if command -v "$p" >/dev/null 2>&1 && "$p" -c "import pytest" '
@@ -1358,12 +1462,18 @@ class TaskContainer:
     copied to ``/tests`` after the solution ran, this project's recorder bind-mounted
     read-only at ``/objective-scoring/tools``, the network of the task's phase. Every engine
     command is kept in :attr:`commands`; every container is removed (``rm --force``) when its
-    verification ends, and by :meth:`remove_all` on any way out (a timeout, an interrupt).
+    verification ends, and by :meth:`remove_all` on any way out (a timeout, an interrupt). A
+    container stays in :attr:`live` until the engine removed it; those it could not remove are
+    reported (:meth:`left_behind`). The task's environment reaches ``docker exec`` in an env file
+    (``env``: its ``[verifier]`` and ``[solution] env``, resolved; default: resolved here), never
+    in the engine client's own environment nor on a command line.
     """
 
-    def __init__(self, spec: TaskSpec, engine: EngineStatus, workspace: Path) -> None:
+    def __init__(self, spec: TaskSpec, engine: EngineStatus, workspace: Path,
+                 env: Mapping[str, Mapping[str, str]] | None = None) -> None:  # fmt: skip
         if not (engine.usable and engine.name and engine.path):
             raise ValueError(f"not a usable container engine: {engine.detail}")
+        self.task_env = task_env(spec) if env is None else env
         self.spec = spec
         self.engine = engine
         self.name: str = engine.name
@@ -1373,6 +1483,7 @@ class TaskContainer:
         self.network_name = ENGINE_NETWORKS.get(engine.name, "bridge")
         self.commands: list[list[str]] = []
         self.live: list[str] = []
+        self.not_removed: dict[str, str] = {}  # a container whose removal failed: why
         self.networks: dict[str, str] = {}
         self.image: str | None = spec.docker_image
         self.image_id: str | None = None
@@ -1397,29 +1508,38 @@ class TaskContainer:
         except OSError as exc:
             raise ContainerFailure(f"{self._show(args)} could not run: {exc}") from None
         if check and done.returncode != 0:
-            lines = [line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip()]
-            raise ContainerFailure(f"{self._show(args)} exited with status {done.returncode}: "
-                                   f"{lines[-1] if lines else 'no output'}")  # fmt: skip
+            raise ContainerFailure(f"{self._show(args)} exited with status {done.returncode}: {_last_line(done)}")
         return done
 
-    def _long(self, args: list[str], env: Mapping[str, str], timeout: float, log: Path) -> tuple[int | None, bool, float]:
+    def _long(self, args: list[str], timeout: float, log: Path) -> tuple[int | None, bool, float]:
         """A build, a solution or a verifier: output to ``log``, the engine client killed at the
-        timeout (the container itself is stopped or removed by the caller)."""
+        timeout (the container itself is stopped or removed by the caller). The client runs in this
+        process's environment, never the task's (a task's ``DOCKER_HOST`` must not redirect it)."""
         from .testrun import run_process
 
         self.commands.append([self.path, *args])
-        environ = dict(os.environ)
-        environ.update(env)  # passed by name (``--env NAME``): values never appear on a command line
         try:
-            code, timed_out, wall, _cpu = run_process([self.path, *args], cwd=self.workspace, env=environ,
+            code, timed_out, wall, _cpu = run_process([self.path, *args], cwd=self.workspace, env=dict(os.environ),
                                                       timeout=timeout, log=log)  # fmt: skip
         except OSError as exc:
             raise ContainerFailure(f"{self._show(args)} could not run: {exc}") from None
         return code, timed_out, wall
 
-    @staticmethod
-    def _env_flags(env: Mapping[str, str]) -> list[str]:
-        return [flag for name in env for flag in ("--env", name)]
+    @contextmanager
+    def _env_file(self, env: Mapping[str, str]) -> Iterator[list[str]]:
+        """``--env-file PATH`` for one ``docker exec``: ``env`` written to a 0600 file of the workspace,
+        deleted once the command ended. Values never appear on a command line (nor in :attr:`commands`)
+        and never enter the engine client's own environment."""
+        if not env:
+            yield []
+            return
+        fd, path = tempfile.mkstemp(prefix="env-", suffix=".list", dir=self.workspace)  # mode 0600
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="\n") as handle:
+                handle.writelines(f"{name}={value}\n" for name, value in env.items())
+            yield ["--env-file", path]
+        finally:
+            Path(path).unlink(missing_ok=True)
 
     # -- the image and the containers
 
@@ -1440,8 +1560,8 @@ class TaskContainer:
         timeout, source = self.build_timeout()
         log = self.workspace / "build.log"
         dockerfile = context / "Dockerfile"
-        code, timed_out, wall = self._long(["build", "--tag", tag, "--file", str(dockerfile), str(context)], {},
-                                           timeout, log)  # fmt: skip
+        code, timed_out, wall = self._long(["build", "--tag", tag, "--file", str(dockerfile), str(context)], timeout,
+                                           log)  # fmt: skip
         self.build = {"context": str(context), "dockerfile": str(dockerfile), "tag": tag, "exit_code": code,
                       "timed_out": timed_out, "timeout": timeout, "timeout_source": source,
                       "wall_time": round(wall, 3), "output_tail": _tail(log)}  # fmt: skip
@@ -1503,22 +1623,48 @@ class TaskContainer:
         lines = [line.strip() for line in done.stdout.splitlines() if line.strip()]
         return lines[-1] if done.returncode == 0 and lines else None
 
-    def remove(self, name: str) -> None:
-        if name in self.live:
-            self.live.remove(name)
-            self.networks.pop(name, None)
-            try:
-                self._call("rm", "--force", name, check=False)
-            except ContainerFailure:
-                pass  # reported by the engine; nothing more to do here
+    def remove(self, name: str) -> bool:
+        """Remove a container (``rm --force``). It stays in :attr:`live` until the engine removed it (or
+        says it does not exist); a failed removal is kept in :attr:`not_removed`, and an interrupt
+        during it propagates with the name still live, for :meth:`remove_all` to try again."""
+        if name not in self.live:
+            return True
+        try:
+            done = self._call("rm", "--force", name, check=False)
+        except ContainerFailure as exc:
+            self.not_removed[name] = str(exc)
+            return False
+        if done.returncode != 0 and "no such container" not in f"{done.stderr}\n{done.stdout}".lower():
+            self.not_removed[name] = (f"{self._show(['rm', '--force', name])} exited with status {done.returncode}: "
+                                      f"{_last_line(done)}")  # fmt: skip
+            return False
+        self.live.remove(name)
+        self.networks.pop(name, None)
+        self.not_removed.pop(name, None)
+        return True
 
-    def remove_all(self) -> None:
+    def remove_all(self) -> list[str]:
+        """Remove every container still live; returns those that could not be removed. Each one is
+        tried even when an earlier removal is interrupted (a second Ctrl-C), which is re-raised then."""
+        interrupted: KeyboardInterrupt | None = None
         for name in list(self.live):
-            self.remove(name)
+            try:
+                self.remove(name)
+            except KeyboardInterrupt as exc:
+                interrupted = exc
+                self.not_removed[name] = "its removal was interrupted"
+        if interrupted is not None:
+            raise interrupted
+        return list(self.live)
+
+    def left_behind(self) -> list[dict[str, str]]:
+        """The containers that could not be removed, and why: ``{"name", "error"}``."""
+        return [{"name": name, "error": self.not_removed.get(name, "not removed")} for name in self.live]
 
     def to_dict(self) -> dict[str, Any]:
         return {"engine": self.engine.to_dict(), "image": self.image, "image_id": self.image_id, "build": self.build,
-                "network": dict(self.spec.network), "commands": self.commands}  # fmt: skip
+                "network": dict(self.spec.network), "commands": self.commands,
+                "not_removed": self.left_behind()}  # fmt: skip
 
     # -- the phases
 
@@ -1536,10 +1682,10 @@ class TaskContainer:
             solution = _stage_solution(spec, self.workspace)
             self._call("exec", name, "mkdir", "-p", C_SOLUTION)
             self._call("cp", f"{solution}/.", f"{name}:{C_SOLUTION}")
-            env = resolve_env(spec, "solution", spec.solution_env)
-            args = ["exec", "--workdir", workdir, *self._env_flags(env), name, "bash",
-                    posixpath.join(C_SOLUTION, spec.solution.name)]  # fmt: skip
-            code, timed_out, wall = self._long(args, env, timeout, log)
+            with self._env_file(self.task_env["solution"]) as env_flags:
+                args = ["exec", "--workdir", workdir, *env_flags, name, "bash",
+                        posixpath.join(C_SOLUTION, spec.solution.name)]  # fmt: skip
+                code, timed_out, wall = self._long(args, timeout, log)
             if timed_out:  # the engine client was killed, not the script: stop everything in the container
                 self._call("restart", "-t", "0", name)
         except ContainerFailure as exc:
@@ -1578,7 +1724,12 @@ class TaskContainer:
                 copy_state(state, copy)
                 patch_ref = state_digest(copy)
                 removed = remove_shadowing(copy)
-                self._call("exec", name, "sh", "-c", _CLEAR_WORKDIR, "sh", workdir)
+                cleared = self._call("exec", name, "sh", "-c", _CLEAR_WORKDIR, "sh", workdir, check=False)
+                if cleared.returncode != 0:
+                    raise StateFailure(f"the image's working directory {workdir} could not be emptied before the "
+                                       f"working state was copied in (exit status {cleared.returncode}: "
+                                       f"{_last_line(cleared)}); its files would have been verified with the working "
+                                       "state's")  # fmt: skip
                 self._call("cp", f"{copy}/.", f"{name}:{workdir}")
             else:
                 raw = area / "from-container"
@@ -1605,8 +1756,8 @@ class TaskContainer:
                            f"python3, python) and the task has no {script} to verify it with", "setup", timeout,
                            timeout_source, log, **fields)  # fmt: skip
         except ContainerFailure as exc:
-            return _failed(spec, label, shown, f"the container engine failed: {exc}", "setup", timeout, timeout_source,
-                           log, **fields)  # fmt: skip
+            reason = str(exc) if isinstance(exc, StateFailure) else f"the container engine failed: {exc}"
+            return _failed(spec, label, shown, reason, "setup", timeout, timeout_source, log, **fields)
         finally:
             if name is not None:
                 self.remove(name)
@@ -1633,14 +1784,15 @@ class TaskContainer:
             "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONHASHSEED": "0",
             "PYTHONIOENCODING": "utf-8",
-            **resolve_env(spec, "verifier", spec.verifier_env),
+            **self.task_env["verifier"],
         }
         files = [posixpath.join(C_TESTS, p.relative_to(spec.tests_dir).as_posix()) for p in spec.test_files]
         pytest = [python, "-m", "pytest", "-p", RECORDER_MODULE, "-p", "no:cacheprovider", "-q", "-rfE", "--maxfail=0",
                   "--continue-on-collection-errors", "--rootdir", C_TESTS, *files]  # fmt: skip
-        args = ["exec", "--workdir", workdir, *self._env_flags(env), name, "sh", "-c", _WITH_PYTHONPATH, "sh", *pytest]
         log = area / "test.log"
-        code, timed_out, wall = self._long(args, env, timeout, log)
+        with self._env_file(env) as env_flags:
+            args = ["exec", "--workdir", workdir, *env_flags, name, "sh", "-c", _WITH_PYTHONPATH, "sh", *pytest]
+            code, timed_out, wall = self._long(args, timeout, log)
         record = area / "record.jsonl"
         if not timed_out:
             self._call("cp", f"{name}:{C_RUN}/record.jsonl", str(record), check=False)
@@ -1656,10 +1808,11 @@ class TaskContainer:
         from .integrity import digests
 
         spec = self.spec
-        env = {"TEST_DIR": C_TESTS, **resolve_env(spec, "verifier", spec.verifier_env)}
-        args = ["exec", "--workdir", workdir, *self._env_flags(env), name, "bash", f"{C_TESTS}/test.sh"]
+        env = {"TEST_DIR": C_TESTS, **self.task_env["verifier"]}
         log = area / "test.log"
-        code, timed_out, wall = self._long(args, env, timeout, log)
+        with self._env_file(env) as env_flags:
+            args = ["exec", "--workdir", workdir, *env_flags, name, "bash", f"{C_TESTS}/test.sh"]
+            code, timed_out, wall = self._long(args, timeout, log)
         run: dict[str, Any] = {"command": [self.name, *args], "exit_code": code, "timed_out": timed_out,
                                "wall_time": round(wall, 3), "cpu": None, "output_tail": _tail(log)}  # fmt: skip
         reward: Reward | None = None
@@ -1684,8 +1837,8 @@ class TaskContainer:
         envelope.pop("swebench", None)
         envelope["digests"] = digests(None, patch_ref, None, None, None)
         return Verification(label, shown, envelope["status"], reason, reward, envelope, run, timeout, timeout_source,
-                            removed, log, verifier=VERIFIER_SCRIPT, failure_class=None if reward else "verifier",
-                            **fields)  # fmt: skip
+                            removed, log, verifier=VERIFIER_SCRIPT,
+                            failure_class=None if reward is not None else "verifier", **fields)  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------
@@ -1873,8 +2026,11 @@ def run_task(spec: TaskSpec, options: RunOptions, engine: EngineStatus | None = 
     A task that needs a container runs in ``engine`` (default: the one :func:`find_engine`
     finds). Raises :class:`TaskError` for a task that cannot be verified as it stands and
     :class:`NeedsContainer` for a task that needs a container this machine cannot give it
-    (before anything runs). With ``options.ledger`` the run is appended to that ledger.
+    (before anything runs), the task's ``env`` templates included. A run stopped by Ctrl-C raises
+    :class:`Interrupted` once its containers are removed, naming any that could not be. With
+    ``options.ledger`` the run is appended to that ledger.
     """
+    env = task_env(spec)  # an unset ${VAR} is bad input before anything runs, not after the first verification
     errors = [f for f in check_task(spec) if f.severity == "error"]
     if errors:
         raise TaskError(spec.root, errors[0].where or None, errors[0].message)
@@ -1894,14 +2050,17 @@ def run_task(spec: TaskSpec, options: RunOptions, engine: EngineStatus | None = 
     workspace = Path(tempfile.mkdtemp(prefix="objective-harbor-"))
     try:
         if status is not None:
-            box = TaskContainer(spec, status, workspace)
+            box = TaskContainer(spec, status, workspace, env=env)
             try:
-                result = _run_in_container(box, spec, options, out, verifier_timeout, verifier_source)
-            finally:
-                box.remove_all()
+                try:
+                    result = _run_in_container(box, spec, options, out, verifier_timeout, verifier_source)
+                finally:
+                    box.remove_all()
+            except KeyboardInterrupt as exc:  # a second one during the removals included
+                raise Interrupted(box.left_behind(), box.name) from exc
             result.container = box.to_dict()
         else:
-            result = _run_on_host(spec, options, workspace, out, verifier_timeout, verifier_source)
+            result = _run_on_host(spec, options, workspace, out, verifier_timeout, verifier_source, env)
         result.benchmark = options.benchmark or spec.benchmark
         result.task_digest = task_digest(spec)
         image_id = (result.container or {}).get("image_id")
@@ -1921,29 +2080,33 @@ def run_task(spec: TaskSpec, options: RunOptions, engine: EngineStatus | None = 
 
 
 def _run_on_host(spec: TaskSpec, options: RunOptions, workspace: Path, out: Path, verifier_timeout: float,
-                 verifier_source: str) -> HarborRun:  # fmt: skip
+                 verifier_source: str, env: Mapping[str, Mapping[str, str]]) -> HarborRun:  # fmt: skip
+    verifier_env = env["verifier"]
     if options.workdir is not None:
         workdir = options.workdir.resolve()
         verification = verify_state(spec, workdir, python=options.python, timeout=verifier_timeout,
-                                    timeout_source=verifier_source, workspace=workspace, label="workdir")  # fmt: skip
+                                    timeout_source=verifier_source, workspace=workspace, label="workdir",
+                                    env=verifier_env)  # fmt: skip
         source = spec.initial_state_source()
-        control = lambda: verify_state(spec, source, python=options.python, timeout=verifier_timeout,  # noqa: E731
+        control = lambda: verify_state(spec, source, python=options.python, timeout=verifier_timeout,
                                        timeout_source=verifier_source, workspace=workspace, label="control",
-                                       exclude=initial_exclude(spec), described="initial state (control)")  # fmt: skip
+                                       exclude=initial_exclude(spec), described="initial state (control)",
+                                       env=verifier_env)  # fmt: skip
         return HarborRun(spec, "workdir", attributed(spec, verification, control), out)
     source = spec.initial_state_source()
     exclude = initial_exclude(spec)
     described = f"initial state ({spec.rel(source) if source is not None else 'empty'})"
     initial = verify_state(spec, source, python=options.python, timeout=verifier_timeout,
                            timeout_source=verifier_source, workspace=workspace, label="initial",
-                           exclude=exclude, described=described)  # fmt: skip
+                           exclude=exclude, described=described, env=verifier_env)  # fmt: skip
     state = workspace / "oracle-state"
     copy_state(source, state, exclude)
     solve_timeout, _ = _timeout(spec.agent_timeout, options.timeout, "agent")
-    solve = run_solution(spec, state, workspace, solve_timeout)
+    solve = run_solution(spec, state, workspace, solve_timeout, env=env["solution"])
     oracle = verify_state(spec, state, python=options.python, timeout=verifier_timeout,
                           timeout_source=verifier_source, workspace=workspace, label="oracle",
-                          original=source, described=f"{described} after {spec.rel(spec.solution)}")  # fmt: skip
+                          original=source, described=f"{described} after {spec.rel(spec.solution)}",
+                          env=verifier_env)  # fmt: skip
     return HarborRun(spec, "oracle", oracle, out, initial=initial, solve=solve,
                      findings=_oracle_findings(spec, oracle, initial, solve))  # fmt: skip
 
@@ -1962,7 +2125,7 @@ def _run_in_container(box: TaskContainer, spec: TaskSpec, options: RunOptions, o
     if options.workdir is not None:
         verification = box.verify("workdir", state=options.workdir.resolve(), timeout=verifier_timeout,
                                   timeout_source=verifier_source, shown=str(options.workdir.resolve()))  # fmt: skip
-        control = lambda: box.verify("control", state=None, timeout=verifier_timeout,  # noqa: E731
+        control = lambda: box.verify("control", state=None, timeout=verifier_timeout,
                                      timeout_source=verifier_source, shown="initial state (control)")  # fmt: skip
         return HarborRun(spec, "workdir", attributed(spec, verification, control), out)
     described = f"initial state (image {box.image})"

@@ -190,11 +190,17 @@ def cmd_harbor_run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, terminate)  # a killed run stops like an interrupted one
     try:
         result = run_task(spec, options)
-    except KeyboardInterrupt:
-        kill_all()  # the tests' process groups on this machine; every container was removed on the way out
+    except KeyboardInterrupt as exc:
+        kill_all()  # the tests' process groups on this machine; the containers were removed on the way out
         allow_runs()
-        print("objective-score harbor: interrupted; the tests were stopped and every container removed; nothing was "
-              "recorded", file=sys.stderr)  # fmt: skip
+        left = getattr(exc, "not_removed", None) or []
+        if left:
+            print(f"objective-score harbor: interrupted; the tests were stopped but {len(left)} container(s) could not "
+                  "be removed; nothing was recorded", file=sys.stderr)  # fmt: skip
+            _report_left(left, getattr(exc, "engine", None))
+        else:
+            print("objective-score harbor: interrupted; the tests were stopped and every container removed; nothing "
+                  "was recorded", file=sys.stderr)  # fmt: skip
         return 130
     except TaskError as exc:
         raise _error(str(exc)) from None
@@ -212,7 +218,16 @@ def cmd_harbor_run(args: argparse.Namespace) -> int:
     if result.ledger is not None and result.ledger.get("error"):
         print(f"objective-score harbor: ledger: NOT written to {result.ledger['path']}: {result.ledger['error']}",
               file=sys.stderr)  # fmt: skip
+    if result.container is not None:
+        _report_left(result.container.get("not_removed") or [], result.container["engine"].get("name"))
     return int(result.exit_code)
+
+
+def _report_left(left: list[dict[str, str]], engine: str | None) -> None:
+    """One line on standard error for each container that could not be removed, with how to remove it."""
+    for item in left:
+        print(f"objective-score harbor: container {item['name']} was NOT removed ({item['error']}); remove it with "
+              f"`{engine or 'docker'} rm --force {item['name']}`", file=sys.stderr)  # fmt: skip
 
 
 def _run_table(result: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -85,26 +86,37 @@ def test_fixtures_load_in_their_metric_spaces() -> None:
     ("toml", "key", "problem"),
     [
         ("[verifier\ntimeout_sec = 1", None, "not valid TOML"),
-        ("[verifier]\ntimeout_sec = 'ten'", "[verifier] timeout_sec", "expected a number of seconds > 0, got 'ten'"),
+        ("[verifier]\ntimeout_sec = 'ten'", "[verifier] timeout_sec", "expected a finite number of seconds > 0, got 'ten'"),
+        ("[verifier]\ntimeout_sec = inf", "[verifier] timeout_sec", "expected a finite number of seconds > 0, got inf"),
+        ("[agent]\ntimeout_sec = nan", "[agent] timeout_sec", "expected a finite number of seconds > 0, got nan"),
         ("[agent]\ntimeout_sec = -1", "[agent] timeout_sec", "> 0"),
         ("verifier = 3", "[verifier]", "expected a table, got an integer"),
         ("[verifier]\nreward = 'partial'", "[verifier] reward", "expected one of 'binary', 'share'"),
         ("[verifier]\nreward = 'share'\nthreshold = 1.5", "[verifier] threshold", "expected a number in (0, 1]"),
         ("[verifier]\nthreshold = 0.9", "[verifier] threshold", 'needs a continuous reward (reward = "share")'),
         ("[verifier]\nweights = {test_a = 2}", "[verifier] weights", "weights need a continuous reward"),
-        ("[verifier]\nreward = 'share'\nweights = {test_a = -1}", "[verifier] weights.test_a", "expected a weight >= 0"),
+        ("[verifier]\nreward = 'share'\nweights = {test_a = -1}", "[verifier] weights.test_a", "expected a finite weight >= 0"),
+        ("[verifier]\nreward = 'share'\nweights = {test_a = inf}", "[verifier] weights.test_a", "expected a finite weight >= 0, got inf"),
+        ("[verifier]\nreward = 'share'\nweights = {test_a = nan}", "[verifier] weights.test_a", "expected a finite weight >= 0, got nan"),
+        ("[verifier]\nreward = 'share'\nthreshold = nan", "[verifier] threshold", "expected a number in (0, 1], got nan"),
         ("[verifier]\ntiers = {incomplete = ['test_a']}", "[verifier] tiers.incomplete", "the tier of a run that reaches none"),
         ("[verifier]\ntiers = {partial = []}", "[verifier] tiers.partial", 'expected a list of test names (or "all")'),
         ("[verifier]\ntiers = {partial = 'some'}", "[verifier] tiers.partial", "expected a list of test names"),
         ("[verifier]\nenv = {TOKEN = 3}", "[verifier] env.TOKEN", "expected a string"),
+        ("[verifier]\nenv = {'A=B' = 'x'}", "[verifier] env.A=B", "expected an environment variable name"),
+        ("[solution]\nenv = {'A B' = 'x'}", "[solution] env.A B", "(no '=', whitespace or NUL), got 'A B'"),
+        ('[solution]\nenv = {A = "x\\u0000y"}', "[solution] env.A", "expected a string without NUL characters"),
         ("[environment]\nhost_ok = 'yes'", "[environment] host_ok", "expected true or false, got 'yes'"),
         ("[environment]\nhost_workdir = '../..'", "[environment] host_workdir", "leaves the task directory"),
         ("[task]\nname = ''", "[task] name", "expected a non-empty string"),
         ("[verifier]\nnetwork_mode = 'none'", "[verifier] network_mode", "expected one of 'public', 'no-network', 'allowlist'"),
         ("[environment]\nallow_internet = 'no'", "[environment] allow_internet", "expected true or false, got 'no'"),
-        ("[environment]\ncpus = 0", "[environment] cpus", "expected a number > 0, got 0"),
+        ("[environment]\ncpus = 0", "[environment] cpus", "expected a finite number > 0, got 0"),
+        ("[environment]\ncpus = inf", "[environment] cpus", "expected a finite number > 0, got inf"),
+        ("[environment]\ncpus = nan", "[environment] cpus", "expected a finite number > 0, got nan"),
         ("[environment]\nmemory_mb = 1.5", "[environment] memory_mb", "expected an integer > 0, got 1.5"),
-        ("[environment]\nbuild_timeout_sec = -5", "[environment] build_timeout_sec", "expected a number of seconds > 0"),
+        ("[environment]\nbuild_timeout_sec = -5", "[environment] build_timeout_sec", "expected a finite number of seconds > 0"),
+        ("[environment]\nbuild_timeout_sec = -inf", "[environment] build_timeout_sec", "got -inf"),
     ],
 )
 def test_malformed_task_toml_names_the_file_and_the_key(tmp_path: Path, toml: str, key: str | None, problem: str) -> None:
@@ -143,6 +155,42 @@ def test_check_names_what_cannot_be_verified(tmp_path: Path) -> None:
     assert any("does not parse" in f.message for f in check_task(load_task(broken)))
 
 
+def test_task_yaml_rejects_non_finite_numbers(tmp_path: Path) -> None:
+    pytest.importorskip("yaml")
+    root = make_task(tmp_path / "tb", "")
+    (root / "task.toml").unlink()
+    for text, key, problem in [
+        ("max_test_timeout_sec: .inf\n", "max_test_timeout_sec", "expected a finite number of seconds > 0, got inf"),
+        ("environment:\n  cpus: .nan\n", "environment.cpus", "expected a finite number > 0, got nan"),
+        ("max_agent_timeout_sec: " + "9" * 400 + "\n", "max_agent_timeout_sec", "expected a finite number of seconds"),
+    ]:
+        (root / "task.yaml").write_text(text, encoding="utf-8")
+        with pytest.raises(TaskError) as info:
+            load_task(root)
+        assert (info.value.source, info.value.key) == (str(root / "task.yaml"), key) and problem in info.value.problem
+
+
+@pytest.mark.parametrize(
+    ("weights", "tests", "never"),
+    [
+        ("{ test_a = 0 }", "def test_a():\n    pass\n", True),
+        ("{ test_a = 0, test_b = 0.0 }", "def test_a():\n    pass\n\ndef test_b():\n    pass\n", True),
+        ("{ test_a = 0 }", "def test_a():\n    pass\n\ndef test_b():\n    pass\n", False),  # test_b weighs 1
+        ("{ test_a = 0, 'test_a[x]' = 1 }", "def test_a():\n    pass\n", False),  # a parameter set weighs 1
+    ],
+    ids=["one-test", "every-test", "one-of-two", "a-parameter-set-weighs"],
+)
+def test_check_reports_weights_that_make_a_task_unsolvable(tmp_path: Path, weights: str, tests: str,
+                                                           never: bool) -> None:  # fmt: skip
+    spec = load_task(make_task(tmp_path / "t", f"[verifier]\nreward = 'share'\nweights = {weights}\n", tests=tests))
+    message = "every test weighs 0: the reward is always 0, so the task can never be solved"
+    errors = [(f.where, f.message) for f in check_task(spec) if f.severity == "error" and "weighs 0" in f.message]
+    assert errors == ([("task.toml [verifier] weights", message)] if never else [])
+    if never:
+        with pytest.raises(TaskError, match="every test weighs 0"):
+            run_task(spec, RunOptions(workdir=tmp_path))
+
+
 def test_terminal_bench_task_yaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "tb"
     make_task(root, "", files={"docker-compose.yaml": "services: {}\n", "Dockerfile": "FROM alpine\n",
@@ -174,6 +222,56 @@ def test_env_templates_resolve_from_this_environment(tmp_path: Path, monkeypatch
         resolve_env(spec, "verifier", spec.verifier_env)
     monkeypatch.setenv("OBJ_HARBOR_C", "c")
     assert resolve_env(spec, "verifier", spec.verifier_env) == {"A": "a", "B": "x-b", "C": "c"}
+
+
+@pytest.mark.parametrize("where", ["host", "container"])
+def test_env_templates_are_checked_before_anything_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        where: str) -> None:  # fmt: skip
+    from pytest_objective_scoring import harbor
+
+    monkeypatch.delenv("OBJ_HARBOR_UNSET", raising=False)
+    monkeypatch.setenv("OBJ_HARBOR_MULTI", "two\nlines")
+    host_ok = "[environment]\nhost_ok = true\n" if where == "host" else ""
+    toml = (f"{host_ok}[verifier]\nenv = {{ A = 'fine', B = '${{OBJ_HARBOR_MULTI}}' }}\n"
+            "[solution]\nenv = { TOKEN = 'x-${OBJ_HARBOR_UNSET}' }\n")  # fmt: skip
+    task = make_task(tmp_path / "t", toml, files={"environment/Dockerfile": "FROM python:3.12\n",
+                                                  "solution/solve.sh": "true\n"})  # fmt: skip
+    spec = load_task(task)
+    errors = [(f.where, f.message) for f in check_task(spec) if f.severity == "error"]
+    unset = ("task.toml [solution] env.TOKEN", "${OBJ_HARBOR_UNSET} is not set in this environment")
+    one_line = "contains a line break: a container gets the task's environment from an env file, one line a variable"
+    line_break = ("task.toml [verifier] env.B", one_line)
+    assert errors == ([line_break, unset] if where == "container" else [unset])
+
+    def must_not_run(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a verification ran before the task's environment was checked")
+
+    monkeypatch.setattr(harbor, "verify_state", must_not_run)
+    monkeypatch.setattr(harbor.TaskContainer, "prepare_image", must_not_run)
+    usable = EngineStatus("docker", "/nonexistent/docker", True, "docker at /nonexistent/docker answers")
+    out = tmp_path / "out"
+    with pytest.raises(TaskError) as info:
+        run_task(spec, RunOptions(solution=True, out=out), engine=usable)
+    assert info.value.source == str(task / "task.toml")
+    expected = line_break if where == "container" else unset
+    assert (f"task.toml {info.value.key}", info.value.problem) == expected
+    assert not out.exists()
+    monkeypatch.setenv("OBJ_HARBOR_UNSET", "set")
+    monkeypatch.setenv("OBJ_HARBOR_MULTI", "one line")
+    assert not [f for f in check_task(spec) if f.severity == "error"]
+
+
+@pytest.mark.slow
+def test_cli_check_names_an_unset_env_variable(tmp_path: Path) -> None:
+    task = make_task(tmp_path / "t", "[verifier]\nenv = { TOKEN = '${OBJ_HARBOR_NEVER_SET}' }\n")
+    env = {k: v for k, v in os.environ.items() if k != "OBJ_HARBOR_NEVER_SET"}
+    check = cli("check", str(task), env=env)
+    assert check.returncode == 2, check.stderr
+    assert "task.toml [verifier] env.TOKEN: ${OBJ_HARBOR_NEVER_SET} is not set in this environment" in " ".join(
+        check.stdout.split())
+    run = cli("run", str(task), "--workdir", str(tmp_path), "--no-ledger", env=env)
+    assert run.returncode == 2
+    assert f"{task / 'task.toml'}: [verifier] env.TOKEN: ${{OBJ_HARBOR_NEVER_SET}} is not set" in run.stderr
 
 
 # ---------------------------------------------------------------------------- rewards
@@ -558,7 +656,7 @@ def test_cli_bad_input(tmp_path: Path) -> None:
     for args in (["check", str(task)], ["run", str(task), "--solution"]):
         result = cli(*args)
         assert result.returncode == 2
-        assert f"{task / 'task.toml'}: [verifier] timeout_sec: expected a number of seconds > 0" in result.stderr
+        assert f"{task / 'task.toml'}: [verifier] timeout_sec: expected a finite number of seconds > 0" in result.stderr
     good = make_task(tmp_path / "g", "")
     missing = cli("run", str(good), "--workdir", str(tmp_path / "nowhere"))
     assert missing.returncode == 2 and "--workdir" in missing.stderr and "not a directory" in missing.stderr

@@ -9,6 +9,7 @@ verdict flow end to end; they cannot show what a real engine does with them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -28,9 +29,12 @@ from pytest_objective_scoring.harbor import (
     EXIT_REFUSED,
     EXIT_SOLVED,
     EngineStatus,
+    Interrupted,
     NeedsContainer,
+    Reward,
     RewardRules,
     RunOptions,
+    TaskContainer,
     Tier,
     find_engine,
     load_task,
@@ -72,6 +76,15 @@ class FakeEngine:
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "PATH": f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+    def logged(self, name: str) -> list[dict[str, Any]]:
+        path = self.state / name
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
+
+    def fail(self, **faults: int) -> None:
+        """Make the next N invocations of a verb fail (-1: every one): ``fail(rm=-1)``."""
+        self.state.mkdir(parents=True, exist_ok=True)
+        (self.state / "faults.json").write_text(json.dumps(faults), encoding="utf-8")
 
 
 @pytest.fixture
@@ -159,12 +172,12 @@ def test_the_fixture_tasks_run_in_the_engine(tmp_path: Path, engine: FakeEngine,
     solve = position(calls, lambda c: c == ["exec", "--workdir", "/app", oracle_name, "bash", "/solution/solve.sh"])
     tests_in = position(calls, lambda c: c[0] == "cp" and c[-1] == f"{oracle_name}:/tests")
     assert solve < tests_in
-    # the verifier: the image's pytest with the recorder; the environment passed by name only
+    # the verifier: the image's pytest with the recorder; the environment in a 0600 env file, deleted after
+    env_files = {item["path"]: item["mode"] for item in engine.logged("env-files.jsonl")}
     for name in (initial_name, oracle_name):
         [verifier] = [c for c in calls if c[0] == "exec" and name in c and "pytest" in c]
-        assert verifier[:4] == ["exec", "--workdir", "/app", "--env"]
-        env = [verifier[i + 1] for i, flag in enumerate(verifier) if flag == "--env"]
-        assert "TEST_DIR" in env and all("=" not in name_ for name_ in env)
+        assert verifier[:4] == ["exec", "--workdir", "/app", "--env-file"] and "--env" not in verifier
+        assert env_files[verifier[4]] == 0o600 and not Path(verifier[4]).exists()
         tail = verifier[verifier.index(name) + 1 :]
         assert tail[:5] == ["sh", "-c", tail[2], "sh", "/usr/local/bin/python3"]
         assert tail[5:11] == RECORDER_RUN and tail[-3:] == ["--rootdir", "/tests", "/tests/test_outputs.py"]
@@ -207,6 +220,89 @@ def test_a_working_state_replaces_the_image_working_directory(tmp_path: Path, en
     pushed = position(calls, lambda c: c[0] == "cp" and c[1].endswith("/workdir/app/.") and c[2] == f"{name}:/app")
     assert clear < pushed
     assert json.loads((workdir / "logs" / "verifier" / "reward.json").read_text())["tier"] == 1
+    assert_every_container_removed(engine)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("rm", "why"),
+    [('echo "rm: cannot remove: Permission denied" >&2; exit 1', "exit status 1: rm: cannot remove: Permission denied"),
+     ("exit 0", "exit status 1: /app/stale.txt is still there")],
+    ids=["rm-fails", "rm-leaves-files"],
+)
+def test_a_working_directory_that_cannot_be_emptied_is_a_setup_failure(tmp_path: Path, engine: FakeEngine, rm: str,
+                                                                       why: str) -> None:  # fmt: skip
+    # The image's /app holds a file its USER may not remove: here an rm that refuses (or silently skips) it.
+    task = make_task(tmp_path / "t", "", {
+        **TRIVIAL,
+        "environment/Dockerfile": PYTEST_IMAGE + "COPY stale.txt /app/\nCOPY rm /usr/local/bin/rm\n",
+        "environment/stale.txt": "the image's own file\n",
+        "environment/rm": f'#!/bin/sh\ncase "$*" in\n  */fs/app/*) {rm} ;;\nesac\nexec /bin/rm "$@"\n',
+    })  # fmt: skip
+    (task / "environment" / "rm").chmod(0o755)
+    workdir = tmp_path / "wd"
+    workdir.mkdir()
+    (workdir / "done.txt").write_text("ok\n", encoding="utf-8")  # a working state that solves the task
+    result = run_task(load_task(task), RunOptions(workdir=workdir, ledger=None), engine=engine.status)
+    verification = result.verification
+    assert (verification.status, verification.failure_class, verification.reward) == ("no_verdict", "setup", None)
+    assert (result.exit_code, result.outcome, result.failure_class) == (EXIT_REFUSED, "infrastructure_failure", "setup")
+    reason = verification.no_verdict_reason or ""
+    assert reason.startswith("the image's working directory /app could not be emptied before the working state was "
+                             f"copied in ({why})"), reason  # fmt: skip
+    [name] = engine.created()
+    assert not [c for c in engine.calls() if c[0] == "cp" and c[-1] == f"{name}:/app"]  # nothing copied over it
+    assert not [c for c in engine.calls() if c[0] == "exec" and "pytest" in c]  # and nothing verified
+    assert not (workdir / "logs" / "verifier" / "reward.txt").exists()
+    assert_every_container_removed(engine)
+
+
+# ---------------------------------------------------------------------------- the task's environment
+
+
+@pytest.mark.slow
+def test_the_task_environment_reaches_the_container_in_an_env_file_never_the_engine_client(
+        tmp_path: Path, engine: FakeEngine, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    secret = "s3cret-token-value"
+    monkeypatch.setenv("OBJ_HARBOR_TOKEN", secret)
+    toml = ('[verifier]\nenv = { DOCKER_HOST = "tcp://task.invalid:2375", CONTAINER_HOST = "ssh://task.invalid", '
+            'TASK_TOKEN = "${OBJ_HARBOR_TOKEN}" }\n'
+            '[solution]\nenv = { DOCKER_CONTEXT = "task-context", DOCKER_CONFIG = "/task/config", ANSWER = "ok" }\n')  # fmt: skip
+    digest = hashlib.sha256(secret.encode()).hexdigest()
+    task = make_task(tmp_path / "env", toml, {
+        "environment/Dockerfile": PYTEST_IMAGE,
+        "tests/test_outputs.py": ("import hashlib\nimport os\nfrom pathlib import Path\n\n"
+                                  "def test_done():\n    assert Path('done.txt').read_text() == 'ok\\n'\n\n"
+                                  "def test_env():\n    assert os.environ.get('DOCKER_HOST') == 'tcp://task.invalid:2375'\n"
+                                  "    token = os.environ.get('TASK_TOKEN', '').encode()\n"
+                                  f"    assert hashlib.sha256(token).hexdigest() == '{digest}'\n"),
+        "solution/solve.sh": 'test "$DOCKER_CONTEXT" = task-context && echo "$ANSWER" > done.txt\n',
+    })  # fmt: skip
+    out = tmp_path / "out"
+    result = run_task(load_task(task), RunOptions(solution=True, out=out, keep=True), engine=engine.status)
+    assert result.exit_code == EXIT_SOLVED and result.valid, result.to_dict()
+    initial = result.initial
+    assert initial is not None and initial.reward is not None and initial.reward.passed == 1  # test_env passed there too
+    # the engine client always ran in this process's environment: no task value redirected it
+    task_values = {"tcp://task.invalid:2375", "ssh://task.invalid", "task-context", "/task/config"}
+    clients = engine.logged("client-env.jsonl")
+    assert len(clients) == len(engine.calls())
+    for client in clients:
+        assert not task_values & set(client["engine"].values()), client
+        assert not {"TASK_TOKEN", "ANSWER"} & set(client["names"]), client["verb"]
+    # the values: in 0600 files of the run's workspace, deleted after each command; never on a command line
+    workspace = Path(result.workspace or "")
+    with_file = [c for c in engine.of("exec") if "--env-file" in c]
+    assert len(with_file) == 3  # the initial state's verifier, the solution, the oracle's verifier
+    for call in with_file:
+        path = Path(call[call.index("--env-file") + 1])
+        assert path.parent == workspace and not path.exists()
+        assert "--env" not in call
+    assert [item["mode"] for item in engine.logged("env-files.jsonl")] == [0o600] * 3
+    assert not list(workspace.glob("env-*"))
+    assert secret not in json.dumps(engine.calls()) and secret not in (out / "objective-scoring.json").read_text()
+    assert secret not in json.dumps(result.container)
+    shutil.rmtree(workspace)
     assert_every_container_removed(engine)
 
 
@@ -289,7 +385,8 @@ def test_an_image_without_pytest_is_verified_by_its_test_script(tmp_path: Path, 
     assert oracle.reward.solved and not initial.reward.solved and oracle.reward.total is None
     assert oracle.envelope["status"] == "verdict" and oracle.envelope["score"] is None
     name = engine.created()[1]
-    assert ["exec", "--workdir", "/app", "--env", "TEST_DIR", name, "bash", "/tests/test.sh"] in engine.calls()
+    [script_run] = [c for c in engine.calls() if c[-3:] == [name, "bash", "/tests/test.sh"]]
+    assert script_run[:4] == ["exec", "--workdir", "/app", "--env-file"] and len(script_run) == 8
     assert not [c for c in engine.calls() if "pytest" in c and c[0] == "exec" and "-m" in c]  # the probe found none
     assert (out / written[0]).read_text() == written[1]
     assert verify(ledger).ok
@@ -399,6 +496,73 @@ def test_an_interrupt_still_removes_the_container(tmp_path: Path, engine: FakeEn
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("failures", [1, -1], ids=["first-rm-fails", "every-rm-fails"])
+def test_a_container_is_kept_until_removed_and_reported_when_it_cannot_be(tmp_path: Path, engine: FakeEngine,
+                                                                          failures: int) -> None:  # fmt: skip
+    engine.fail(rm=failures)
+    task = make_task(tmp_path / "t", "", TRIVIAL)
+    result = run_task(load_task(task), RunOptions(solution=True, out=tmp_path / "out"), engine=engine.status)
+    assert result.exit_code == EXIT_SOLVED and result.valid  # the verdict stands: the runs ended
+    created = engine.created()
+    assert len(created) == 2
+    left = (result.container or {})["not_removed"]
+    if failures == 1:  # the initial state's container: its removal failed, and was tried again on the way out
+        assert left == [] and engine.calls().count(["rm", "--force", created[0]]) == 2
+        assert_every_container_removed(engine)
+    else:
+        assert [item["name"] for item in left] == created and engine.live() == sorted(created)
+        for item in left:
+            assert item["error"].startswith(f"`docker rm --force {item['name']}` exited with status 1: ")
+            assert item["error"].endswith("device or resource busy")
+    document = json.loads((tmp_path / "out" / "objective-scoring.json").read_text(encoding="utf-8"))
+    assert document["container"]["not_removed"] == left
+
+
+@pytest.mark.slow
+def test_a_second_interrupt_during_a_removal_names_the_container_left(tmp_path: Path, engine: FakeEngine,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    real_run, real_call = testrun.run_process, TaskContainer._call
+
+    def interrupted(command: list[str], **kwargs: Any) -> Any:
+        if command[-1] == "/solution/solve.sh":
+            raise KeyboardInterrupt
+        return real_run(command, **kwargs)
+
+    def call(self: TaskContainer, *args: str, **kwargs: Any) -> Any:
+        if args[:2] == ("rm", "--force") and "-oracle-" in args[2]:
+            raise KeyboardInterrupt  # Ctrl-C again while the oracle's container is being removed
+        return real_call(self, *args, **kwargs)
+
+    monkeypatch.setattr(testrun, "run_process", interrupted)
+    monkeypatch.setattr(TaskContainer, "_call", call)
+    task = make_task(tmp_path / "t", "", TRIVIAL)
+    with pytest.raises(Interrupted) as info:
+        run_task(load_task(task), RunOptions(solution=True, out=tmp_path / "out"), engine=engine.status)
+    initial, oracle = engine.created()
+    assert info.value.not_removed == [{"name": oracle, "error": "its removal was interrupted"}]
+    assert info.value.engine == "docker" and engine.live() == [oracle]
+    assert ["rm", "--force", initial] in engine.calls()
+
+
+@pytest.mark.slow
+def test_a_script_verdict_does_not_depend_on_the_truth_value_of_its_reward(tmp_path: Path, engine: FakeEngine,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    monkeypatch.setattr(Reward, "__bool__", lambda self: self.solved, raising=False)  # an unsolved reward is falsy
+    task = make_task(tmp_path / "script", "", {
+        "environment/Dockerfile": "FROM alpine:3.20\nWORKDIR /app\n",
+        "tests/test.sh": "#!/bin/bash\necho 0 > /logs/verifier/reward.txt\n",
+        "tests/test_outputs.py": "def test_answer():\n    assert False\n",
+    })  # fmt: skip
+    workdir = tmp_path / "wd"
+    workdir.mkdir()
+    result = run_task(load_task(task), RunOptions(workdir=workdir, ledger=None), engine=engine.status)
+    verification = result.verification
+    assert (verification.verifier, verification.status, verification.solved) == ("tests/test.sh", "verdict", False)
+    assert verification.failure_class is None and result.to_dict()["verification"]["failure_class"] is None
+    assert (result.exit_code, result.failure_class) == (EXIT_NOT_SOLVED, "solver")
+
+
+@pytest.mark.slow
 def test_a_docker_image_task_uses_the_image_and_app_for_its_working_directory(tmp_path: Path, engine: FakeEngine) -> None:
     task = make_task(tmp_path / "img", '[environment]\ndocker_image = "ghcr.io/example/task:1"\n',
                      {k: v for k, v in TRIVIAL.items() if not k.startswith("environment/")})  # fmt: skip
@@ -487,10 +651,13 @@ def test_cli_check_and_run_through_the_engine(tmp_path: Path, engine: FakeEngine
 
 
 @pytest.mark.slow
-def test_cli_sigterm_mid_solution_removes_every_container(tmp_path: Path, engine: FakeEngine) -> None:
+@pytest.mark.parametrize("rm_fails", [False, True], ids=["removed", "rm-fails"])
+def test_cli_sigterm_mid_solution_removes_every_container(tmp_path: Path, engine: FakeEngine, rm_fails: bool) -> None:
     import signal
     import time
 
+    if rm_fails:
+        engine.fail(rm=-1)
     task = make_task(tmp_path / "t", "", {**TRIVIAL, "solution/solve.sh": "sleep 60\necho ok > done.txt\n"})
     proc = subprocess.Popen([sys.executable, "-m", "pytest_objective_scoring", "harbor", "run", str(task), "--solution"],
                             cwd=tmp_path, env=engine.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
@@ -501,7 +668,28 @@ def test_cli_sigterm_mid_solution_removes_every_container(tmp_path: Path, engine
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
-    assert "interrupted; the tests were stopped and every container removed; nothing was recorded" in stderr
     assert len(engine.created()) == 2
-    assert_every_container_removed(engine)
     assert not (tmp_path / ".objective-scoring" / "ledger.sqlite").exists()
+    if not rm_fails:
+        assert "interrupted; the tests were stopped and every container removed; nothing was recorded" in stderr
+        assert_every_container_removed(engine)
+        return
+    assert "every container removed" not in stderr
+    assert ("interrupted; the tests were stopped but 2 container(s) could not be removed; nothing was recorded"
+            in stderr)  # fmt: skip
+    for name in engine.created():
+        assert f"container {name} was NOT removed (" in stderr and f"remove it with `docker rm --force {name}`" in stderr
+    assert engine.live() == sorted(engine.created())
+
+
+@pytest.mark.slow
+def test_cli_reports_a_container_it_could_not_remove(tmp_path: Path, engine: FakeEngine) -> None:
+    engine.fail(rm=-1)
+    task = make_task(tmp_path / "t", "", TRIVIAL)
+    run = cli("harbor", "run", str(task), "--solution", "--no-ledger", "--json", env=engine.env(), cwd=tmp_path)
+    assert run.returncode == EXIT_SOLVED, run.stderr
+    left = json.loads(run.stdout)["container"]["not_removed"]
+    assert [item["name"] for item in left] == engine.created() and engine.live() == sorted(engine.created())
+    for item in left:
+        assert (f"objective-score harbor: container {item['name']} was NOT removed ({item['error']}); remove it with "
+                f"`docker rm --force {item['name']}`") in run.stderr  # fmt: skip
