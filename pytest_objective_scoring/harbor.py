@@ -1373,7 +1373,6 @@ def verify_state(spec: TaskSpec, state: Path | None, *, python: str, timeout: fl
     from .testrun import (
         RECORDER_MODULE,
         isolation_prefix,
-        record_env,
         record_key,
         run_process,
     )
@@ -1387,14 +1386,20 @@ def verify_state(spec: TaskSpec, state: Path | None, *, python: str, timeout: fl
     removed = remove_shadowing(copy)
     tests = _stage_tests(spec, area)
     tools = _stage_tools(area)
-    record_file = area / "record.jsonl"
+    descriptor, name = tempfile.mkstemp(prefix="record-", suffix=".jsonl", dir=area)
+    os.close(descriptor)
+    record_file = Path(name)  # an unpredictable name, handed over as an append-only descriptor
+    writer = os.open(record_file, os.O_WRONLY | os.O_APPEND)
     key = record_key()
     roots, packages = import_roots(copy)
     verifier_env = resolve_env(spec, "verifier", spec.verifier_env) if env is None else env
     environment = _environment(area, {
         "PYTHONPATH": os.pathsep.join([str(tools), *roots]),
         "TEST_DIR": str(tests),
-        **record_env(str(record_file), key),
+        "PYTHONNOUSERSITE": "1",
+        "OBJECTIVE_SCORING_RECORD_FD": str(writer),
+        "OBJECTIVE_SCORING_RECORD_KEY_STDIN": "1",  # the key on standard input: in no environment
+        "OBJECTIVE_SCORING_ACTIVE": "1",
         "OBJECTIVE_SCORING_IMPORT_ROOTS": os.pathsep.join(roots),
         "OBJECTIVE_SCORING_PACKAGES": os.pathsep.join(packages),
         "OBJECTIVE_SCORING_COPY": str(copy.resolve()),
@@ -1405,8 +1410,12 @@ def verify_state(spec: TaskSpec, state: Path | None, *, python: str, timeout: fl
     command = [python, "-m", "pytest", "-p", RECORDER_MODULE, "-p", "no:cacheprovider", "-q", "-rfE", "--maxfail=0",
                "--continue-on-collection-errors", "--rootdir", str(tests), *files]  # fmt: skip
     log = area / "pytest.log"
-    code, timed_out, wall, cpu = run_process([*isolation_prefix(False), *command], cwd=copy, env=environment,
-                                             timeout=timeout, log=log)  # fmt: skip
+    try:
+        code, timed_out, wall, cpu = run_process([*isolation_prefix(False), *command], cwd=copy, env=environment,
+                                                 timeout=timeout, log=log, stdin_data=(key + "\n").encode("ascii"),
+                                                 pass_fds=(writer,))  # fmt: skip
+    finally:
+        os.close(writer)
     run = {"command": command, "exit_code": code, "timed_out": timed_out, "wall_time": round(wall, 3),
            "cpu": round(cpu, 3), "output_tail": _tail(log)}  # fmt: skip
     shown = described or (str(state) if state is not None else "<empty>")
@@ -1511,7 +1520,7 @@ class TaskContainer:
             raise ContainerFailure(f"{self._show(args)} exited with status {done.returncode}: {_last_line(done)}")
         return done
 
-    def _long(self, args: list[str], timeout: float, log: Path) -> tuple[int | None, bool, float]:
+    def _long(self, args: list[str], timeout: float, log: Path, stdin_data: bytes = b"") -> tuple[int | None, bool, float]:
         """A build, a solution or a verifier: output to ``log``, the engine client killed at the
         timeout (the container itself is stopped or removed by the caller). The client runs in this
         process's environment, never the task's (a task's ``DOCKER_HOST`` must not redirect it)."""
@@ -1520,7 +1529,7 @@ class TaskContainer:
         self.commands.append([self.path, *args])
         try:
             code, timed_out, wall, _cpu = run_process([self.path, *args], cwd=self.workspace, env=dict(os.environ),
-                                                      timeout=timeout, log=log)  # fmt: skip
+                                                      timeout=timeout, log=log, stdin_data=stdin_data)  # fmt: skip
         except OSError as exc:
             raise ContainerFailure(f"{self._show(args)} could not run: {exc}") from None
         return code, timed_out, wall
@@ -1766,18 +1775,21 @@ class TaskContainer:
                     removed: list[str], area: Path, timeout: float, timeout_source: str,
                     fields: dict[str, Any]) -> Verification:  # fmt: skip
         """This project's verifier in the container: the recorder (read-only mount) in the image's pytest."""
-        from .testrun import RECORDER_MODULE, record_env, record_key
+        from .testrun import RECORDER_MODULE, record_key
         from .workspace import import_roots
 
         spec = self.spec
-        key = record_key()
+        key = record_key()  # reaches the recorder on standard input (docker exec -i): in no environment
         host_roots, packages = import_roots(copy)
         roots = [workdir if Path(r) == copy else posixpath.join(workdir, Path(r).relative_to(copy).as_posix())
                  for r in host_roots]  # fmt: skip
         env = {
             "OBJECTIVE_SCORING_PYTHONPATH": ":".join([C_TOOLS, *roots]),
             "TEST_DIR": C_TESTS,
-            **record_env(f"{C_RUN}/record.jsonl", key),
+            "OBJECTIVE_SCORING_RECORD": f"{C_RUN}/record.jsonl",
+            "OBJECTIVE_SCORING_RECORD_KEY_STDIN": "1",
+            "OBJECTIVE_SCORING_ACTIVE": "1",
+            "PYTHONNOUSERSITE": "1",
             "OBJECTIVE_SCORING_IMPORT_ROOTS": ":".join(roots),
             "OBJECTIVE_SCORING_PACKAGES": ":".join(packages),
             "OBJECTIVE_SCORING_COPY": workdir,
@@ -1791,8 +1803,8 @@ class TaskContainer:
                   "--continue-on-collection-errors", "--rootdir", C_TESTS, *files]  # fmt: skip
         log = area / "test.log"
         with self._env_file(env) as env_flags:
-            args = ["exec", "--workdir", workdir, *env_flags, name, "sh", "-c", _WITH_PYTHONPATH, "sh", *pytest]
-            code, timed_out, wall = self._long(args, timeout, log)
+            args = ["exec", "-i", "--workdir", workdir, *env_flags, name, "sh", "-c", _WITH_PYTHONPATH, "sh", *pytest]
+            code, timed_out, wall = self._long(args, timeout, log, stdin_data=(key + "\n").encode("ascii"))
         record = area / "record.jsonl"
         if not timed_out:
             self._call("cp", f"{name}:{C_RUN}/record.jsonl", str(record), check=False)

@@ -573,7 +573,7 @@ def test_a_working_state_that_forges_its_record_is_not_solved(tmp_path: Path) ->
                 target = os.readlink("/proc/self/fd/" + fd)
             except OSError:
                 continue
-            if target.endswith("record.jsonl"):
+            if target.endswith(".jsonl"):
                 path = target
         if path:
             with open(path, "a") as handle:

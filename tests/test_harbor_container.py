@@ -176,8 +176,9 @@ def test_the_fixture_tasks_run_in_the_engine(tmp_path: Path, engine: FakeEngine,
     env_files = {item["path"]: item["mode"] for item in engine.logged("env-files.jsonl")}
     for name in (initial_name, oracle_name):
         [verifier] = [c for c in calls if c[0] == "exec" and name in c and "pytest" in c]
-        assert verifier[:4] == ["exec", "--workdir", "/app", "--env-file"] and "--env" not in verifier
-        assert env_files[verifier[4]] == 0o600 and not Path(verifier[4]).exists()
+        # -i: the record's key goes to the recorder on standard input, never in the environment or the env file
+        assert verifier[:5] == ["exec", "-i", "--workdir", "/app", "--env-file"] and "--env" not in verifier
+        assert env_files[verifier[5]] == 0o600 and not Path(verifier[5]).exists()
         tail = verifier[verifier.index(name) + 1 :]
         assert tail[:5] == ["sh", "-c", tail[2], "sh", "/usr/local/bin/python3"]
         assert tail[5:11] == RECORDER_RUN and tail[-3:] == ["--rootdir", "/tests", "/tests/test_outputs.py"]
