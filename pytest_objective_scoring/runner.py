@@ -158,7 +158,7 @@ class _Grading:
     def run(self, label: str, test_files: list[str], shuffle_seed: int | None = None) -> RunRecord:
         record = run_tests(copy=self.copy, original=self.request.repo, workspace=self.workspace, python=self.python,
                            test_files=test_files, timeout=self.request.timeout, network=self.request.network,
-                           label=label, shuffle_seed=shuffle_seed)  # fmt: skip
+                           label=label, shuffle_seed=shuffle_seed, keep_state=label.startswith("rerun-"))  # fmt: skip
         self.runs.append(record)
         return record
 

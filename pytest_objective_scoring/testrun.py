@@ -221,20 +221,23 @@ def run_tests(
     network: bool,
     label: str,
     shuffle_seed: int | None = None,
+    keep_state: bool = False,
 ) -> RunRecord:
     """Run pytest on ``test_files`` in ``copy`` and collect the recorder's facts.
 
     The test process runs the candidate's code, which can write anywhere the grader can: what
     one run leaves in the workspace (its home, the recorder's folder, a record or log path made a
     folder or a FIFO, the copy's ``.git`` configuration) is put back before it can affect the
-    next run or the grader. The record is a file the grader creates under an unpredictable name
+    next run or the grader. Only re-runs of the same candidate (``keep_state``) keep its home and
+    temporary folder, as a second run of the suite on one machine would. The record is a file the grader creates under an unpredictable name
     and hands to the test process as an open descriptor, and reads back through its own; its key
     reaches the recorder on standard input, never through the environment.
     """
     tools, home, tmp = workspace / "tools", workspace / "home", workspace / "tmp"
-    for folder in (tools, home, tmp):
-        fresh(folder)
-        folder.mkdir()
+    for folder in (tools, home, tmp):  # re-runs of the same candidate (``keep_state``) keep its home and tmp
+        if folder is tools or not keep_state or not folder.is_dir() or folder.is_symlink():
+            fresh(folder)
+            folder.mkdir()
     (tools / f"{RECORDER_MODULE}.py").write_text(_recorder_source(), encoding="utf-8")
     descriptor, name = tempfile.mkstemp(prefix=f"{label}-", suffix=".jsonl", dir=workspace)
     writer = os.open(name, os.O_WRONLY | os.O_APPEND)  # every write lands at the end: nobody overwrites anybody
