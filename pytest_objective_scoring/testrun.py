@@ -383,13 +383,6 @@ def record_key() -> str:
     return secrets.token_hex(32)
 
 
-def record_env(path: str, key: str) -> dict[str, str]:
-    """The environment that turns the recorder on: the record file and its key (both taken out of
-    the environment by the recorder before any code of the graded copy runs) and the flag that
-    tells pytest-xdist workers to flag their reports."""
-    return {"OBJECTIVE_SCORING_RECORD": path, "OBJECTIVE_SCORING_RECORD_KEY": key, "OBJECTIVE_SCORING_ACTIVE": "1"}
-
-
 def read_records(record_file: Path, key: str) -> tuple[Collector, list[tuple[str, str]], dict[str, Any] | None]:
     """:func:`parse_records` of a record file (a regular file only, read without blocking and
     bounded: anything else is a forged record)."""
