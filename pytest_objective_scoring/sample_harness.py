@@ -182,6 +182,7 @@ DETAIL_LIMIT = 600
 CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWIPC = 0x10000000, 0x00020000, 0x08000000
 SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM")
 PR_SET_DUMPABLE = 4
+PR_SET_PDEATHSIG = 1
 MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE, MS_STRICTATIME = 1, 32, 4096, 16384, 1 << 18, 1 << 24
 PLAIN = "None, bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset"
 
@@ -449,11 +450,18 @@ def _ignore_signals():
 
 
 def _default_signals():
-    """In the sample's process, before exec: the signals the checker ignores are back to their defaults."""
+    """In the sample's process, before exec: the signals the checker ignores are back to their
+    defaults, and it is killed when the checker ends, however the checker ends (PR_SET_PDEATHSIG)."""
     import signal
     for name in SIGNALS:
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), signal.SIG_DFL)
+    try:
+        ctypes, libc = _libc()
+        if libc is not None:
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except BaseException:
+        pass
 
 
 def _mounts(path):

@@ -12,6 +12,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -426,3 +427,21 @@ def test_a_harness_whose_grader_died_ends_itself(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(tmp_path / "harness.py")], cwd=tmp_path, capture_output=True, timeout=60,
                           check=False)  # fmt: skip
     assert done.returncode == 75
+    time.sleep(0.5)
+    assert _samples_of(tmp_path) == []  # its sample process (an endless loop) died with it
+
+
+def _samples_of(root: Path) -> list[int]:
+    """Sample processes still running whose environment points below ``root`` (their HOME)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes()
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if b"objective-score sample process" in command and str(root).encode() in environ:
+            found.append(int(entry.name))
+    return found
