@@ -37,7 +37,6 @@ import os
 import posixpath
 import re
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -966,6 +965,8 @@ def script_reward(rules: RewardRules, logs: Path, script: str = VERIFIER_SCRIPT)
 
 
 def _ignore_for(root: Path, extra: frozenset[str] = frozenset()) -> Any:
+    from .workspace import uncopied
+
     root_text = os.path.realpath(root)
 
     def ignore(directory: str, names: list[str]) -> set[str]:
@@ -975,18 +976,7 @@ def _ignore_for(root: Path, extra: frozenset[str] = frozenset()) -> Any:
             skipped.update(n for n in names if n in extra)
         elif here == os.path.join(root_text, "logs"):
             skipped.update(n for n in names if n == "verifier")  # where the last verification wrote
-        for name in names:
-            path = os.path.join(directory, name)
-            try:
-                mode = os.lstat(path).st_mode
-            except OSError:
-                skipped.add(name)
-                continue
-            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
-                skipped.add(name)
-            elif stat.S_ISDIR(mode) and os.path.isfile(os.path.join(path, "pyvenv.cfg")):
-                skipped.add(name)  # a virtualenv: the tests run in --python's environment
-        return skipped
+        return skipped | uncopied(directory, names)
 
     return ignore
 

@@ -76,8 +76,11 @@ def git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProces
     return result
 
 
-def _ignore(directory: str, names: list[str]) -> set[str]:
-    skipped = {n for n in names if n in COPY_SKIP}
+def uncopied(directory: str, names: list[str]) -> set[str]:
+    """Entries of ``directory`` never copied into a working copy: what cannot be read, fifos,
+    sockets and devices (nothing a test suite reads from a checkout), and virtualenvs (used in
+    place: the tests run in ``--python``'s environment)."""
+    skipped = set()
     for name in names:
         path = os.path.join(directory, name)
         try:
@@ -86,10 +89,14 @@ def _ignore(directory: str, names: list[str]) -> set[str]:
             skipped.add(name)
             continue
         if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
-            skipped.add(name)  # fifos, sockets, devices: nothing a test suite reads from a checkout
+            skipped.add(name)
         elif stat.S_ISDIR(mode) and os.path.isfile(os.path.join(path, "pyvenv.cfg")):
-            skipped.add(name)  # a virtualenv inside the repository: used in place, never copied
+            skipped.add(name)
     return skipped
+
+
+def _ignore(directory: str, names: list[str]) -> set[str]:
+    return {n for n in names if n in COPY_SKIP} | uncopied(directory, names)
 
 
 def prepare_copy(repo: Path, dest: Path, base_commit: str | None) -> str:
