@@ -49,6 +49,7 @@ from . import outcomes as oc
 from .instances import Instance
 from .outcomes import Collector
 from .reports import ReportError
+from .reports import XmlNode as _Node
 from .scorer import HINT_LIMIT, Grading, grade, make_score
 
 __all__ = [
@@ -271,18 +272,6 @@ test_id.__test__ = False  # type: ignore[attr-defined]  # not a test, when a tes
 # --------------------------------------------------------------------------- reading
 
 
-@dataclass
-class _Node:
-    tag: str
-    attrs: dict[str, str]
-    line: int
-    children: list[_Node] = field(default_factory=list)
-    text: list[str] = field(default_factory=list)  # kept for result and rerun elements only
-
-    def joined(self) -> str:
-        return "".join(self.text) + "".join(c.joined() for c in self.children if c.tag == "stackTrace")
-
-
 def _read(path: Path) -> bytes:
     try:
         data = path.read_bytes()
@@ -304,7 +293,7 @@ def _parse_xml(path: Path, data: bytes) -> _Node:
     from .reports import parse_xml
 
     root: _Node = parse_xml(path, data, text_tags=_TEXT_TAGS, error=JUnitError,
-                            doctype="declares a DOCTYPE, which no JUnit writer does", node=_Node)  # fmt: skip
+                            doctype="declares a DOCTYPE, which no JUnit writer does")  # fmt: skip
     if root.tag not in ("testsuites", "testsuite"):
         raise JUnitError(path, f"its root element is <{root.tag}>; expected <testsuites> or <testsuite> (JUnit XML)",
                          line=root.line)  # fmt: skip
@@ -412,7 +401,7 @@ def _message(node: _Node) -> str:
     message = node.attrs.get("message", "").strip()
     if message in _GENERIC_MESSAGES or message in _TERSE_MESSAGES:
         # jest-junit opens a suite failure with a "● Test suite failed to run" banner
-        lines = [ln.strip() for ln in node.joined().splitlines() if ln.strip() and not ln.strip().startswith("\u25cf")]
+        lines = [ln.strip() for ln in node.joined("stackTrace").splitlines() if ln.strip() and not ln.strip().startswith("\u25cf")]
         if lines:
             message = f"{message}: {lines[0]}" if message in _TERSE_MESSAGES else lines[0]
     return _clip(message)

@@ -32,7 +32,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
@@ -444,12 +444,21 @@ def _bin_xml_escape(text: str) -> str:
 
 
 @dataclass
-class _Node:
+class XmlNode:
+    """An element of :func:`parse_xml`'s tree: its tag, attributes, line, children and kept text."""
+
     tag: str
     attrs: dict[str, str]
     line: int
-    children: list[_Node] = field(default_factory=list)
-    text: list[str] = field(default_factory=list)  # kept for <error> only (a collection error's report)
+    children: list[XmlNode] = field(default_factory=list)
+    text: list[str] = field(default_factory=list)  # kept only for the text_tags parse_xml was given
+
+    def joined(self, *inner: str) -> str:
+        """Its text, then that of its children tagged one of ``inner`` (and theirs), in order."""
+        return "".join(self.text) + "".join(c.joined(*inner) for c in self.children if c.tag in inner)
+
+
+_Node = XmlNode
 
 
 def parse_xml(
@@ -459,11 +468,10 @@ def parse_xml(
     text_tags: frozenset[str] = frozenset({"error"}),
     error: type[ReportError] = ReportError,
     doctype: str = "declares a DOCTYPE, which pytest's JUnit XML never has",
-    node: Callable[..., Any] | None = None,
 ) -> Any:
-    """A small tree with line numbers (ElementTree keeps none); DOCTYPEs refused. Shared with
-    :mod:`.foreign`, which keeps the text of more elements and uses its own node type."""
-    make = node or _Node
+    """A small tree of :class:`XmlNode` with line numbers (ElementTree keeps none); DOCTYPEs
+    refused. Shared with :mod:`.foreign`, which keeps the text of more elements."""
+    make = XmlNode
     parser = expat.ParserCreate()
     roots: list[Any] = []
     stack: list[Any] = []
