@@ -53,6 +53,9 @@ class Prediction:
     source: str
     plan: tuple[str, ...] | None = None
     retrieval: tuple[str, ...] | None = None
+    # a patch over the size limit is kept only as its first limit + 1 bytes (enough to be refused as
+    # patch_too_large), with the whole patch's size and content address
+    oversize: tuple[int, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,7 @@ class Job:
                      "dollars": self.prediction.cost.dollars},  # fmt: skip
             "plan": list(self.prediction.plan) if self.prediction.plan is not None else None,
             "retrieval": list(self.prediction.retrieval) if self.prediction.retrieval is not None else None,
+            "patch_ref": self.prediction.oversize[1] if self.prediction.oversize else None,
             **settings,
             "python": self.python if self.python is not None else settings.get("python"),
             "image": self.image,
@@ -126,18 +130,64 @@ def read_rows(path: Path, text: str) -> Iterator[tuple[str, Any]]:
     return _rows(path, text)
 
 
-def load_predictions(path: str | Path) -> list[Prediction]:
-    """Every prediction of a file, validated; duplicates of (instance, model) are refused."""
+def _bounded(patch: str | None, limit: int | None) -> tuple[str | None, tuple[int, str] | None]:
+    """A patch over ``limit`` bytes cut to its first ``limit + 1`` (the runner refuses it unread), with
+    the whole one's size and content address (hashed a slice at a time: never a second whole copy);
+    any other patch as it is."""
+    if patch is None or limit is None or len(patch) <= limit // 4:  # 4 bytes at most per character
+        return patch, None
+    digest, size, step = hashlib.sha256(), 0, 1 << 20
+    for start in range(0, len(patch), step):
+        chunk = patch[start : start + step].encode("utf-8", "surrogateescape")
+        digest.update(chunk)
+        size += len(chunk)
+    if size <= limit:
+        return patch, None
+    return patch[: limit + 1], (size, "sha256:" + digest.hexdigest())
+
+
+def _stream_jsonl(path: Path) -> Iterator[tuple[str, Any]]:
+    """The rows of a JSONL file read a line at a time (a huge row is held once, not the whole file)."""
+    with open(path, "rb") as handle:
+        for lineno, raw in enumerate(handle, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise BatchError(f"{path}:{lineno}: not UTF-8 text ({exc.reason} at byte {exc.start} of the line)") from None
+            del raw
+            if line.strip():
+                try:
+                    yield f"{path}:{lineno}", json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise BatchError(f"{path}:{lineno}: invalid JSON in JSONL line: {exc.msg}") from None
+
+
+def _is_jsonl(path: Path) -> bool:
+    """A ``.jsonl`` file, or one whose first line is a whole JSON object followed by more."""
+    if path.name.endswith(".jsonl"):
+        return True
+    with open(path, "rb") as handle:
+        head = handle.read(1 << 16)
+    return head.lstrip()[:1] == b"{" and b"\n{" in head.replace(b"\r\n", b"\n")
+
+
+def load_predictions(path: str | Path, max_patch_bytes: int | None = None) -> list[Prediction]:
+    """Every prediction of a file, validated; duplicates of (instance, model) are refused. A patch
+    over ``max_patch_bytes`` is not kept whole (:class:`Prediction` ``oversize``): one at a time is
+    held while the file is read, so memory grows with the largest patch, not with their sum."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        if _is_jsonl(path) and path.stat().st_size > 0:
+            rows: Iterator[tuple[str, Any]] = _stream_jsonl(path)
+        else:
+            rows = _rows(path, path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise BatchError(f"{path}: cannot be read ({exc.strerror})") from None
     except UnicodeDecodeError as exc:
         raise BatchError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     predictions: list[Prediction] = []
     seen: dict[tuple[str, str], str] = {}
-    for where, row in _rows(path, text):
+    for where, row in rows:
         if not isinstance(row, dict):
             raise BatchError(f"{where}: expected a JSON object with instance_id, model_name_or_path, model_patch")
         for name in ("instance_id", "model_name_or_path"):
@@ -163,7 +213,9 @@ def load_predictions(path: str | Path) -> list[Prediction]:
         if pair in seen:
             raise BatchError(f"{where}: a second prediction of {pair[1]!r} for {pair[0]!r} (first at {seen[pair]})")
         seen[pair] = where
-        predictions.append(Prediction(row["instance_id"], row["model_name_or_path"], patch, cost, where, **artifacts))
+        patch, oversize = _bounded(patch, max_patch_bytes)
+        row.clear()
+        predictions.append(Prediction(pair[0], pair[1], patch, cost, where, **artifacts, oversize=oversize))
     if not predictions:
         raise BatchError(f"{path}: holds no predictions")
     return predictions
@@ -205,7 +257,7 @@ def checkout_identity(repo: Path, instance: Instance) -> str:
 
 
 def job_key(instance: Instance, model: str, patch: str, settings: Mapping[str, Any], checkout: str = "",
-            environment: Environment | None = None) -> str:  # fmt: skip
+            environment: Environment | None = None, oversize: tuple[int, str] | None = None) -> str:  # fmt: skip
     """What makes two gradings the same: the task, the checkout it starts from, the model, the
     patch and how it is graded (compat mode, interpreter, container image, network). The
     interpreter is the instance's own (``environment``) or the settings' ``python``; an image
@@ -221,6 +273,9 @@ def job_key(instance: Instance, model: str, patch: str, settings: Mapping[str, A
     }
     if environment is not None and environment.image is not None:
         identity["image"] = environment.image
+    if oversize is not None:  # the whole patch's address, and the limit it was refused under
+        identity["patch"] = oversize[1].split(":", 1)[-1]
+        identity["max_patch_bytes"] = settings.get("max_patch_bytes")
     return hashlib.sha256(canonical(identity).encode("utf-8")).hexdigest()
 
 
@@ -272,7 +327,7 @@ def plan_jobs(
             if where not in checkouts:
                 checkouts[where] = checkout_identity(repo, instance)
             checkout = checkouts[where]
-        key = job_key(instance, prediction.model, patch, settings, checkout, environment)
+        key = job_key(instance, prediction.model, patch, settings, checkout, environment, prediction.oversize)
         if environment is None:
             jobs.append(Job(key, instance, prediction, repo, patch, settings.get("python"), None, "--python"))
         else:
@@ -322,7 +377,10 @@ def grade_job(payload: Mapping[str, Any]) -> dict[str, Any]:
         retrieval=tuple(payload["retrieval"]) if payload.get("retrieval") is not None else None,
         reruns=int(payload.get("reruns", 0)),
         hidden=tuple(Path(p) for p in payload.get("hidden") or ()),
+        patch_ref=payload.get("patch_ref"),
     )
+    if payload.get("max_patch_bytes"):
+        request = dataclasses.replace(request, max_patch_bytes=int(payload["max_patch_bytes"]))
     try:
         return {**grade_candidate(request).envelope, "batch": _batch_of(payload)}
     except BadInput as exc:  # a bad instance, or an interpreter / repository missing where the job ran
@@ -380,7 +438,7 @@ def failure_outcome(envelope: Mapping[str, Any]) -> str:
     failure_class = (envelope.get("runner") or {}).get("failure_class")
     if failure_class in INFRA_CLASSES or envelope.get("score") is None:
         return "infrastructure_failure"
-    if failure_class == "patch_apply":
+    if failure_class in ("patch_apply", "patch_too_large"):  # never applied: refused, or refused unread
         return "patch_did_not_apply"
     return "resolved" if envelope["score"]["resolved"] == "resolved" else "not_resolved"
 
@@ -725,8 +783,11 @@ def summarize(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
 ResultHandler = Callable[[Job, dict[str, Any]], None]
 
 
-def run_local(jobs: Sequence[Job], settings: Mapping[str, Any], workers: int, on_result: ResultHandler) -> None:
-    """Grade on ``workers`` threads; ``on_result`` runs on this thread, in completion order.
+def run_local(jobs: Sequence[Job], settings: Mapping[str, Any], workers: int, on_result: ResultHandler,
+              claim: Callable[[Job], bool] | None = None) -> None:  # fmt: skip
+    """Grade on ``workers`` threads; ``on_result`` runs on this thread, in completion order. With
+    ``claim``, a job is handed to a thread only if ``claim(job)`` (called on this thread, just before)
+    says this run grades it.
 
     On an interrupt, every running test process group is killed and nothing more is
     handed to ``on_result``: a half-run grading is never recorded.
@@ -743,7 +804,11 @@ def run_local(jobs: Sequence[Job], settings: Mapping[str, Any], workers: int, on
         while queue or pending:
             while queue and len(pending) < workers:
                 job = queue.pop(0)
+                if claim is not None and not claim(job):
+                    continue
                 pending[pool.submit(grade_job, job.payload(settings))] = job
+            if not pending:
+                break
             done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
             for future in done:
                 job = pending.pop(future)
@@ -776,8 +841,10 @@ def connect(address: str, timeout: float | None = None) -> Any:
         raise BatchError(f"--scheduler {address}: cannot reach a Dask scheduler ({exc})") from None
 
 
-def run_cluster(jobs: Sequence[Job], settings: Mapping[str, Any], address: str, on_result: ResultHandler) -> None:
-    """Grade on a Dask cluster; results come back to this client, which alone handles them.
+def run_cluster(jobs: Sequence[Job], settings: Mapping[str, Any], address: str, on_result: ResultHandler,
+                claim: Callable[[Job], bool] | None = None) -> None:  # fmt: skip
+    """Grade on a Dask cluster; results come back to this client, which alone handles them. With
+    ``claim``, only the jobs it says this run grades are submitted (all claimed before any is).
 
     Every worker must see the repositories at the same paths (a shared filesystem) and
     have this package installed; each job is one task, retried by Dask if its worker dies.
@@ -786,6 +853,8 @@ def run_cluster(jobs: Sequence[Job], settings: Mapping[str, Any], address: str, 
 
     client = connect(address)
     try:
+        if claim is not None:
+            jobs = [job for job in jobs if claim(job)]
         futures = {}
         for job in jobs:
             future = client.submit(grade_job, job.payload(settings), key=f"grade-{job.key}", pure=False)

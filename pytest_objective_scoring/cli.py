@@ -74,8 +74,10 @@ def _hidden(args: argparse.Namespace) -> tuple[Path, ...]:
     """What the test process must never see, even inside a folder it is shown (an interpreter's):
     the ledger and every output file of the command (docs/untrusted-candidates.md)."""
     ledger = None if getattr(args, "no_ledger", False) else Path(getattr(args, "ledger", None) or DEFAULT_LEDGER)
-    paths = [ledger, *(Path(v) for v in (getattr(args, name, None) for name in ("out", "receipt", "report")) if v)]
-    return tuple(p.resolve() for p in paths if p is not None)
+    paths = [*(Path(v) for v in (getattr(args, name, None) for name in ("out", "receipt", "report")) if v)]
+    if ledger is not None:  # with its write-ahead log and its claimants' owner files
+        paths[:0] = [ledger, Path(f"{ledger}-wal"), Path(f"{ledger}-shm"), ledger.with_name(ledger.name + ".claims")]
+    return tuple(p.resolve() for p in paths)
 
 
 def environments_of(instances: Sequence[Any], args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
@@ -121,6 +123,11 @@ def _read_patch(value: str, limit: int | None = None) -> bytes:
             return handle.read() if limit is None else handle.read(limit + 1)
     except OSError as exc:
         raise CommandError(f"--patch {value}: {exc.strerror}") from None
+
+
+def _add_patch_limit(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-patch-size", metavar="BYTES", type=int, default=16 << 20,
+                        help="Refuse a candidate larger than this, unread (failure class patch_too_large; default 16 MiB)")
 
 
 def _add_runner_options(parser: argparse.ArgumentParser, keep: bool = True, per_instance: bool = False,
@@ -560,8 +567,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "({instance_id}, {swebench_id} filled in; the preset 'swebench' is SWE-bench's naming); "
                        "--python is then the interpreter inside the image (default: python3; SWE-bench's conda env "
                        "with --image swebench)")  # fmt: skip
-    grade.add_argument("--max-patch-size", metavar="BYTES", type=int, default=16 << 20,
-                       help="Refuse a candidate larger than this, unread (failure class patch_too_large; default 16 MiB)")
+    _add_patch_limit(grade)
     grade.add_argument("--max-output", metavar="BYTES", type=int, default=64 << 20,
                        help="Stop a test run that writes more output than this (failure class output_limit when the "
                        "control run does not; default 64 MiB)")  # fmt: skip
@@ -657,6 +663,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "(default: the dataset file's name); summaries never rank or average across benchmarks")
     gb.add_argument("--reruns", metavar="N", type=_reruns, default=0,
                     help="Run each candidate's tests N more times in shuffled orders (the scorecard's robustness)")
+    _add_patch_limit(gb)
     gb.add_argument("--retry-infra", action="store_true", help="Grade again predictions whose recorded grading was an infrastructure failure")
     options.add_compat_option(gb.add_argument, prefix="")
     _add_runner_options(gb, keep=False, per_instance=True)
@@ -882,39 +889,74 @@ RowHandler = Callable[[Any, dict[str, Any], "dict[str, Any] | None", "dict[str, 
 
 def grade_jobs(
     ledger: Any, jobs: Sequence[Any], settings: dict[str, Any], *, workers: int, scheduler: str | None,
-    retry_infra: bool = False, quiet: bool = False, on_row: RowHandler | None = None,
+    retry_infra: bool = False, quiet: bool = False, on_row: RowHandler | None = None, run_id: str | None = None,
+    poll: float = 2.0,
 ) -> tuple[dict[str, dict[str, Any]], list[Any]]:
     """Grade the jobs not yet in the ledger (locally or on a cluster), recording each result as it
     arrives; returns every job's report row by job key, and the jobs that were graded now.
     ``on_row(job, row, envelope, recorded)`` sees every row: one read back from the ledger
-    (``recorded``) before grading starts, a fresh one (``envelope``) as it arrives, after the ledger.
-    SIGTERM stops it like Ctrl-C (KeyboardInterrupt); what was recorded stays recorded."""
+    (``recorded``), a fresh one (``envelope``) as it arrives, after the ledger.
+
+    Each job is claimed in the ledger just before it is graded (:mod:`.claims`): a job another run
+    is grading is left to it, and its result read back once recorded (every ``poll`` seconds, after
+    this run's own jobs), or taken back if that run is proven dead. SIGTERM stops it like Ctrl-C
+    (KeyboardInterrupt); what was recorded stays recorded and every unfinished claim is released."""
     import signal
 
     from . import batch
-
     from .audit_ledger import audit_of, audits
+    from .claims import UNRECORDED, Claims
     from .integrity import recombine, settle
+    from .ledger import LedgerError
 
     rows: dict[str, dict[str, Any]] = {}
     unrecorded: list[str] = []  # what went wrong each time the ledger refused a result
     recorded_audits = audits(ledger)
     done = batch.recorded_jobs(ledger)
+
+    def read_back(job: Any, recorded: dict[str, Any]) -> dict[str, Any]:
+        row = batch.result_row(job, None, recorded, recorded["seq"])
+        # the run's own facts stand; the task's audit is read now (a re-audit may have changed it)
+        row["disposition"], row["reasons"], _ = recombine([*(recorded.get("reasons") or []), *(recorded.get("info") or [])],
+                                                          recorded.get("disposition"),
+                                                          audit_of(recorded_audits, job.instance.fields))  # fmt: skip
+        rows[job.key] = row
+        if on_row is not None:
+            on_row(job, row, None, recorded)
+        return row
+
     todo: list[Any] = []
     for job in jobs:
         recorded = done.get(job.key)
         if recorded is not None and not (retry_infra and recorded.get("outcome") == "infrastructure_failure"):
-            row = batch.result_row(job, None, recorded, recorded["seq"])
-            # the run's own facts stand; the task's audit is read now (a re-audit may have changed it)
-            row["disposition"], row["reasons"], _ = recombine([*(recorded.get("reasons") or []), *(recorded.get("info") or [])],
-                                                              recorded.get("disposition"),
-                                                              audit_of(recorded_audits, job.instance.fields))  # fmt: skip
-            rows[job.key] = row
-            if on_row is not None:
-                on_row(job, row, None, recorded)
+            read_back(job, recorded)
         elif job.key not in {j.key for j in todo}:
             todo.append(job)
     progress = _BatchProgress(len({j.key for j in jobs}), len(rows), quiet=quiet)
+    try:
+        claims = Claims(ledger, run_id=run_id, retry_infra=retry_infra)
+    except (OSError, LedgerError) as exc:
+        raise CommandError(f"--ledger {ledger.path}: cannot claim jobs in it ({ledger_problem(exc, ledger.path)}); "
+                           "nothing was graded") from None  # fmt: skip
+    for released in claims.released:
+        print(f"objective-score: took back the claim on {released.get('instance_id')} of a run that is gone "
+              f"(pid {released.get('pid')} on {released.get('host')}): it is graded again", file=sys.stderr)  # fmt: skip
+    waiting: dict[str, tuple[Any, dict[str, Any]]] = {}  # job key -> (job, the live claim another run holds)
+    graded: list[Any] = []
+
+    def claim(job: Any) -> bool:
+        """Whether this run grades ``job`` now; a recorded result is read back, a held job waits."""
+        taken = claims.take(job.key, {"instance_id": job.instance.instance_id, "model_name_or_path": job.prediction.model})
+        if taken.state == "mine":
+            waiting.pop(job.key, None)
+            graded.append(job)
+            return True
+        if taken.state == "recorded":
+            waiting.pop(job.key, None)
+            progress.advance(job, read_back(job, batch.recorded_jobs(ledger)[job.key]))
+            return False
+        waiting[job.key] = (job, dict(taken.holder))
+        return False
 
     def on_result(job: Any, envelope: dict[str, Any]) -> None:
         envelope["benchmark"] = settings.get("benchmark")
@@ -922,6 +964,7 @@ def grade_jobs(
         seq, problem = None, None
         try:
             seq = batch.record_result(ledger, envelope)
+            claims.recorded(job.key)
         except Exception as exc:  # the verdict stands: it goes on in the report, only the ledger misses it
             problem = ledger_problem(exc, ledger.path)
             if not unrecorded:
@@ -929,6 +972,10 @@ def grade_jobs(
                       "goes on; every verdict is in the report, and a rerun grades the unrecorded ones again)",
                       file=sys.stderr, flush=True)  # fmt: skip
             unrecorded.append(problem)
+            try:
+                claims.release(job.key, UNRECORDED)
+            except Exception:  # noqa: BLE001 - left open: the next run proves this one dead and releases it
+                pass
         rows[job.key] = batch.result_row(job, envelope, None, seq)
         if problem is not None:
             rows[job.key]["ledger_error"] = problem
@@ -939,18 +986,38 @@ def grade_jobs(
     def terminate(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
+    def execute(batch_jobs: list[Any], claim_first: bool) -> None:
+        if scheduler:
+            batch.run_cluster(batch_jobs, settings, scheduler, on_result, claim=claim if claim_first else None)
+        else:
+            batch.run_local(batch_jobs, settings, workers, on_result, claim=claim if claim_first else None)
+
+    if not scheduler:  # what gradings killed outright left in this machine's temporary folder
+        from .runner import sweep_workspaces
+
+        sweep_workspaces()
     previous = signal.signal(signal.SIGTERM, terminate)  # a killed batch stops like an interrupted one
     try:
-        with progress:
-            if scheduler:
-                batch.run_cluster(todo, settings, scheduler, on_result)
-            else:
-                batch.run_local(todo, settings, workers, on_result)
+        with progress, claims:
+            execute(todo, True)
+            said = ""
+            while waiting:
+                holders = sorted({f"pid {h.get('pid')} on {h.get('host')}" + (f", run {h['run_id']}" if h.get("run_id") else "")
+                                  for _, h in waiting.values()})  # fmt: skip
+                text = (f"waiting for {len(waiting)} job(s) another run is grading ({'; '.join(holders)}): each is read "
+                        "back once recorded, or graded here if that run ends without it")  # fmt: skip
+                if text != said:
+                    progress.note(text)
+                    said = text
+                time.sleep(poll)
+                mine = [job for job, _ in list(waiting.values()) if claim(job)]
+                if mine:
+                    execute(mine, False)
     except batch.BatchError as exc:
         raise CommandError(str(exc)) from None
     finally:
         signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
-    return rows, todo
+    return rows, graded
 
 
 def _select_instances(args: argparse.Namespace, instances: Sequence[Any], predictions: list[Any]) -> tuple[list[Any], list[str]]:
@@ -1013,7 +1080,7 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
     run_id = args.run_id if args.run_id is not None else time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     try:
         instances = load_instances(args.dataset)
-        predictions = batch.load_predictions(args.predictions)
+        predictions = batch.load_predictions(args.predictions, args.max_patch_size)
     except (InstanceError, batch.BatchError) as exc:
         raise CommandError(str(exc)) from None
     predictions, run_ids = _select_instances(args, instances, predictions)
@@ -1028,7 +1095,8 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
     settings = {"python": fallback, "timeout": args.timeout, "compat": args.compat or "strict",
                 "compute_rate": _rate(args), "network": args.allow_network, "reruns": args.reruns,
                 "benchmark": args.benchmark or Path(args.dataset).name.split(".")[0],
-                "hidden": [str(p) for p in hidden], "engine": args.engine}  # fmt: skip
+                "hidden": [str(p) for p in hidden], "engine": args.engine,
+                "max_patch_bytes": args.max_patch_size}  # fmt: skip
     needs_checkout = sorted(i for i, e in assigned.items() if getattr(e, "image", None) is None)
     if args.repos is None and needs_checkout:
         raise CommandError(f"--repos DIR is required: {len(needs_checkout)} instance(s) are graded from a checkout, not "
@@ -1061,7 +1129,7 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
     with opened as ledger:
         try:
             rows, todo = grade_jobs(ledger, jobs, settings, workers=args.workers, scheduler=args.scheduler,
-                                    retry_infra=args.retry_infra, quiet=args.json, on_row=logs)  # fmt: skip
+                                    retry_infra=args.retry_infra, quiet=args.json, on_row=logs, run_id=run_id)  # fmt: skip
         except KeyboardInterrupt:
             print(f"objective-score grade-batch: interrupted; the results so far are in {ledger_path}; "
                   f"run the same command again to resume (with --run-id {run_id} to continue this run's log tree)",
@@ -1135,6 +1203,9 @@ class _BatchProgress:
             self.bar.start()
             self.task = self.bar.add_task("", total=self.total, completed=self.resumed)
         return self
+
+    def note(self, text: str) -> None:
+        self.console.print(text, highlight=False)
 
     def advance(self, job: Any, row: dict[str, Any]) -> None:
         self.count += 1

@@ -277,11 +277,20 @@ class Ledger:
         Each body is made by a callable given the entries written before it in the same
         transaction, so a cost entry can name the sequence number of its score entry.
         """
+        return self.append_decided(lambda _: items)
+
+    def append_decided(
+        self, decide: Callable[[sqlite3.Connection], Sequence[tuple[str, Callable[[list[Entry]], Any]]]]
+    ) -> list[Entry]:
+        """Like :meth:`append_linked`, with the entries chosen by ``decide`` inside the write
+        transaction, after the ledger is locked: what it reads cannot change before its entries are
+        written (a claim taken only when no other run holds one). It may choose none."""
         self._open_for_writing()
         created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
         written: list[Entry] = []
         self.conn.execute("BEGIN IMMEDIATE")  # one writer at a time: the chain cannot fork
         try:
+            items = decide(self.conn)
             last = self.conn.execute("SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1").fetchone()
             seq, prev = (last[0], last[1]) if last else (0, GENESIS)
             for kind, make_body in items:

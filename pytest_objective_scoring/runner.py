@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Final, Mapping
 
 from . import envelope as env
-from . import protect
+from . import liveness, protect
 from .cost_ledger import DEFAULT_COMPUTE_RATE, HarnessCost, run_cost
 from .instances import Instance
 from .scorer import Grading, exit_status_note, grade, make_score
@@ -46,6 +46,7 @@ from .testrun import (
     SandboxFailure,
     assess,
     confined,
+    fresh,
     isolation_prefix,
     network_isolation,
     pid_isolation,
@@ -122,6 +123,34 @@ def resolve_python(python: str) -> str:
     return path
 
 
+WORKSPACE_PREFIX: Final = "objective-score-"
+OWNER_FILE: Final = ".owner"
+_SWEPT: set[str] = set()
+
+
+def sweep_workspaces(folder: str | Path | None = None) -> list[Path]:
+    """Remove the workspaces that gradings killed outright (SIGKILL, a power cut) left in ``folder``
+    (the temporary folder by default), once per process and folder; returns what was removed.
+
+    A workspace is removed only when its owner file's lock is free (:mod:`.liveness`): its grading
+    is proven over. A workspace with no owner file (kept with ``--keep``, or made by an older
+    version) is never touched."""
+    base = Path(folder) if folder is not None else Path(tempfile.gettempdir())
+    if str(base) in _SWEPT:
+        return []
+    _SWEPT.add(str(base))
+    removed = []
+    try:
+        candidates = sorted(base.glob(WORKSPACE_PREFIX + "*"))
+    except OSError:
+        return []
+    for workspace in candidates:
+        if liveness.probe(workspace / OWNER_FILE) == liveness.DEAD:
+            fresh(workspace)
+            removed.append(workspace)
+    return removed
+
+
 def check_test_ids(instance: Instance) -> None:
     """The runner runs pytest: every listed id must name a pytest test file."""
     for test_id in (*instance.fail_to_pass, *instance.pass_to_pass):
@@ -144,7 +173,8 @@ class _Grading:
         self.test_patch_files = test_patch_files
         self.guarded = [*test_patch_files, *request.instance.test_files()]
         self.patch_ref = request.patch_ref or env.patch_ref_of(request.patch)
-        self.workspace = Path(tempfile.mkdtemp(prefix="objective-score-", dir=request.workdir))
+        self.workspace = Path(tempfile.mkdtemp(prefix=WORKSPACE_PREFIX, dir=request.workdir))
+        self.owner = liveness.hold(self.workspace / OWNER_FILE)  # a killed grading's workspace is swept by the next
         self.engine = ""  # container mode: the engine found for ``request.engine``
         self.copy = self.workspace / "repo"
         self.baseline = ""
@@ -616,6 +646,7 @@ def grade_candidate(request: GradeRequest) -> GradeResult:
         test_patch_files = protect.patch_files(test_patch) if test_patch else []
     except protect.PatchParseError as exc:
         raise BadInput(f"the test patch cannot be parsed: {exc}") from None
+    sweep_workspaces(request.workdir)
     grading = _Grading(request, python, test_patch, test_patch_files)
     grading.engine = engine or ""
     try:
@@ -630,7 +661,9 @@ def grade_candidate(request: GradeRequest) -> GradeResult:
         result.envelope["runner"]["traceback"] = traceback.format_exc()[-4000:]
         return result
     finally:
-        if request.keep:
+        if request.keep:  # kept: no owner file, so no later sweep takes it
             grading.runner["workspace"] = str(grading.workspace)
+            liveness.release(grading.owner, grading.workspace / OWNER_FILE)
         else:
-            shutil.rmtree(grading.workspace, ignore_errors=True)
+            fresh(grading.workspace)
+            liveness.release(grading.owner)

@@ -375,6 +375,11 @@ def main(argv=None):
         return SETUP_FAILED
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         signal.signal(getattr(signal, name), signal.SIG_IGN)  # the grader ends the run with SIGKILL to the group
+    # a grader killed outright (SIGKILL) takes its run with it: nothing of the candidate's outlives the
+    # timeout its grader no longer enforces; checked after the call, for a grader that died before it
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if spec.get("grader") and os.getppid() != spec["grader"]:
+        return SETUP_FAILED
     child = os.fork()
     if child == 0:
         _init(spec, status_fd)

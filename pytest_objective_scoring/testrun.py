@@ -560,7 +560,7 @@ def confined(
     (place / "root").mkdir()
     workspaces = place.parents[2] if len(place.parents) > 2 else place.parent
     spec: dict[str, Any] = {
-        "root": str(place / "root"), "status_fd": writer, "cwd": str(cwd), "network": network,
+        "root": str(place / "root"), "status_fd": writer, "cwd": str(cwd), "network": network, "grader": os.getpid(),
         "command": list(command), "home": str(writable[0][1]) if writable else "/",
         "read_only": sandbox.visible(sandbox.interpreter_folders(python), [*hidden, workspaces]),
         "masked": [str(h) for h in hidden],
