@@ -16,8 +16,9 @@ patch, the candidate patch, the executed outcomes, the re-runs, the measured cos
 none is ever read from the harness's opinion of itself. A metric that cannot be
 computed (no gold patch, no retrieval order, no re-runs) is ``None`` (JSON ``null``),
 never a guess. What each value was computed from lives beside the record, in
-``details``. :func:`diff` compares two sets of scorecards stage by stage and names the
-stage that moved. Pure functions; this module never imports pytest.
+``details``. :func:`diff` compares two sets of scorecards stage by stage, paired on the
+tasks both have, and credits a gain only to a stage that improved. Pure functions; this
+module never imports pytest.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ __all__ = [
     "Patching",
     "Planning",
     "Scorecard",
+    "ScorecardError",
     "Structure",
     "Testing",
     "build_scorecard",
@@ -339,47 +341,151 @@ def show_value(metric: str, value: float | None) -> str:
 _show = show_value
 
 
+class ScorecardError(ValueError):
+    """A comparison that cannot be made (two sets of runs with no task in common)."""
+
+
+STAGES: Final = ("localization", "planning", "patching", "structure", "testing")
+SHOWN_TASKS: Final = 10  # task ids named in the sentence; the JSON lists them all
+
+
+def _task_means(cards: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float | None]]:
+    """Per task, the means of its runs (a task graded twice weighs as much as a task graded once)."""
+    by_task: dict[str, list[Mapping[str, Any]]] = {}
+    for card in cards:
+        by_task.setdefault(str(card["task_id"]), []).append(card)
+    return {task: means(runs) for task, runs in by_task.items()}
+
+
+def _paired_mean(a: Mapping[str, Mapping[str, float | None]], b: Mapping[str, Mapping[str, float | None]],
+                 tasks: Sequence[str], metric: str) -> tuple[float | None, float | None, int]:  # fmt: skip
+    """A metric's means on A and on B over the same tasks: the paired tasks where both sides have it."""
+    both = [task for task in tasks if a[task][metric] is not None and b[task][metric] is not None]
+    if not both:
+        return None, None, 0
+    return (sum(a[task][metric] or 0.0 for task in both) / len(both),
+            sum(b[task][metric] or 0.0 for task in both) / len(both), len(both))  # fmt: skip
+
+
+def _named(tasks: Sequence[str]) -> str:
+    shown = ", ".join(tasks[:SHOWN_TASKS])
+    return shown + (f", and {len(tasks) - SHOWN_TASKS} more" if len(tasks) > SHOWN_TASKS else "")
+
+
+def _pairing_note(paired: Sequence[str], only_a: Sequence[str], only_b: Sequence[str], runs: Mapping[str, int]) -> str:
+    head = f"paired on the {len(paired)} task(s) both sides have ({runs['a']} run(s) of A, {runs['b']} of B)"
+    if not only_a and not only_b:
+        return f"{head}, none dropped"
+    dropped = [f"dropped from {side}: {len(tasks)} task(s) only it has ({_named(tasks)})"
+               for side, tasks in (("A", only_a), ("B", only_b)) if tasks]  # fmt: skip
+    return f"{head}; {'; '.join(dropped)}"
+
+
 def diff(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Compare two sets of scorecards (A before, B after) stage by stage and name what moved.
 
-    A metric moved when its mean differs. The attribution: the earliest stage whose metric
-    moved is named; when ``end_to_end.resolved`` stayed flat while an earlier stage gained,
-    the gain is held by a later stage: the lowest rate, after the change, among the stages
-    after the gain that did not gain too (the bottleneck), or, when every one of them is at
-    100%, by the fix itself (everything upstream is right and the tests still fail).
+    The comparison is paired: only the tasks both sides have are compared, each task weighing the
+    same on both sides (its runs averaged first), and a metric over the tasks where both sides have
+    it; the tasks only one side has are dropped and named (``pairing``). No task in common is a
+    :class:`ScorecardError`. A metric moved when its mean differs.
+
+    The attribution credits a stage only with what it did: a stage improved when one of its metrics
+    got better and none got worse. When ``end_to_end.resolved`` rose, the gain is credited to the
+    earliest stage that improved, and when none did, the sentence says that no stage explains it (a
+    stage that got worse is never credited); a fall is charged to the earliest stage that got worse
+    in the same way. When it stayed flat while a stage improved, the gain is held by a later stage:
+    the lowest rate, after the change, among the stages after the gain that did not gain too (the
+    bottleneck), or, when every one of them is at 100%, by the fix itself (everything upstream is
+    right and the tests still fail).
     """
-    ma, mb = means(a), means(b)
-    rows = []
+    per_a, per_b = _task_means(a), _task_means(b)
+    paired = [task for task in per_a if task in per_b]
+    only_a = [task for task in per_a if task not in per_b]
+    only_b = [task for task in per_b if task not in per_a]
+    if not paired:
+        raise ScorecardError(f"A ({len(a)} run(s) of {len(per_a)} task(s): {_named(list(per_a)) or 'none'}) and B "
+                             f"({len(b)} run(s) of {len(per_b)} task(s): {_named(list(per_b)) or 'none'}) have no task "
+                             "in common: a comparison is made on the tasks both sides ran (select runs of the same "
+                             "tasks)")  # fmt: skip
+    shared = set(paired)
+    runs_compared = {"a": sum(str(c["task_id"]) in shared for c in a), "b": sum(str(c["task_id"]) in shared for c in b)}
+    rows: list[dict[str, Any]] = []
     for metric, direction in METRICS:
-        va, vb = ma[metric], mb[metric]
+        va, vb, count = _paired_mean(per_a, per_b, paired, metric)
         moved = va is not None and vb is not None and abs(vb - va) > 1e-12
         better = moved and (vb - va) * direction > 0  # type: ignore[operator]
-        rows.append({"metric": metric, "a": va, "b": vb, "moved": moved,
+        rows.append({"metric": metric, "a": va, "b": vb, "tasks": count, "moved": moved,
                      "change": ("better" if better else "worse") if moved else ("flat" if va is not None and vb is not None else "n/a")})  # fmt: skip
-    economics = [{"metric": f"economics.{f}", "a": ma[f"economics.{f}"], "b": mb[f"economics.{f}"]} for f in ECONOMICS]
-    return {"runs": {"a": len(a), "b": len(b)}, "metrics": rows, "economics": economics,
-            "attribution": _attribute(rows, mb)}  # fmt: skip
+    economics = []
+    for field in ECONOMICS:
+        va, vb, count = _paired_mean(per_a, per_b, paired, f"economics.{field}")
+        economics.append({"metric": f"economics.{field}", "a": va, "b": vb, "tasks": count})
+    note = _pairing_note(paired, only_a, only_b, runs_compared)
+    after: dict[str, float | None] = {row["metric"]: row["b"] for row in rows}
+    return {"runs": {"a": len(a), "b": len(b)},
+            "pairing": {"tasks": len(paired), "paired": paired, "runs_compared": runs_compared,
+                        "dropped": {"a": {"tasks": only_a, "runs": len(a) - runs_compared["a"]},
+                                    "b": {"tasks": only_b, "runs": len(b) - runs_compared["b"]}},
+                        "note": note},
+            "metrics": rows, "economics": economics, "stages": _stages(rows),
+            "attribution": f"{note}: {_attribute(rows, after)}"}  # fmt: skip
+
+
+def _stages(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Each component stage as a whole: ``improved`` (a metric better, none worse), ``worse`` (a
+    metric worse, none better), ``mixed`` (both), ``flat`` (none moved) or ``n/a`` (none compared)."""
+    result = {}
+    for stage in STAGES:
+        changes = {row["change"] for row in rows if row["metric"].split(".")[0] == stage}
+        if "better" in changes and "worse" in changes:
+            result[stage] = "mixed"
+        elif "better" in changes:
+            result[stage] = "improved"
+        elif "worse" in changes:
+            result[stage] = "worse"
+        else:
+            result[stage] = "flat" if "flat" in changes else "n/a"
+    return result
 
 
 def _attribute(rows: Sequence[Mapping[str, Any]], after: Mapping[str, float | None]) -> str:
     by_metric = {row["metric"]: row for row in rows}
+    stages = _stages(rows)
     moved = [row for row in rows if row["moved"] and not row["metric"].startswith("end_to_end")]
     end = by_metric["end_to_end.resolved"]
     phrase = "; ".join(f"{r['metric']} {_show(r['metric'], r['a'])} → {_show(r['metric'], r['b'])}" for r in moved)
+    improved = [stage for stage in STAGES if stages[stage] == "improved"]
+    worse = [stage for stage in STAGES if stages[stage] == "worse"]
+    mixed = [stage for stage in STAGES if stages[stage] == "mixed"]
+
+    def listing(*groups: tuple[str, list[str]]) -> list[str]:
+        return [f"{label}: {', '.join(names)}" for label, names in groups if names]
+
     if end["moved"]:
         head = f"end_to_end.resolved {_show('end_to_end.resolved', end['a'])} → {_show('end_to_end.resolved', end['b'])}"
         if not moved:
-            return f"{head}; no earlier stage moved: the change is in the fix itself"
-        return f"{phrase}; {head}: the earliest stage that moved is {moved[0]['metric'].split('.')[0]}"
+            return f"{head}; no stage moved: the change is in the fix itself"
+        if end["change"] == "better":
+            what, credit, earliest, none, candidates = ("gain", "credited to", "the earliest stage that improved",
+                                                        "no stage improved", improved)  # fmt: skip
+            others = listing(("worse", worse), ("mixed", mixed))
+        else:
+            what, credit, earliest, none, candidates = ("loss", "charged to", "the earliest stage that got worse",
+                                                        "no stage got worse", worse)  # fmt: skip
+            others = listing(("improved", improved), ("mixed", mixed))
+        if candidates:
+            return f"{phrase}; {head}: the {what} is {credit} {candidates[0]}, {earliest}" + (
+                f" ({'; '.join(others)})" if others else "")  # fmt: skip
+        return f"{phrase}; {head}: no stage explains the {what} ({'; '.join([none, *others])})"
     if not moved:
         return "no stage moved"
-    gains = [r for r in moved if r["change"] == "better"]
-    if not gains:
-        return f"{phrase}; end_to_end.resolved flat"
-    first = METRICS.index(next((m, d) for m, d in METRICS if m == gains[0]["metric"]))
+    if not improved:
+        return f"{phrase}; end_to_end.resolved flat (no stage improved" + "".join(
+            f"; {item}" for item in listing(("worse", worse), ("mixed", mixed))) + ")"  # fmt: skip
+    first = next(index for index, (metric, _) in enumerate(METRICS) if metric.split(".")[0] == improved[0])
     # the stages after the gain that did not gain with it: the lowest of them is where the gap sits
     later = [m for m, _ in METRICS[first + 1 :] if m in RATES and after.get(m) is not None
-             and m.split(".")[0] != gains[0]["metric"].split(".")[0] and by_metric[m]["change"] != "better"]  # fmt: skip
+             and m.split(".")[0] != improved[0] and by_metric[m]["change"] != "better"]  # fmt: skip
     if later:
         bottleneck = min(later, key=lambda m: after[m])  # type: ignore[arg-type,return-value]
         if (after[bottleneck] or 0.0) < 1.0:

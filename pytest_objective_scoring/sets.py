@@ -25,6 +25,14 @@ command takes a status):
   cutoff: created after it, ``continuously_refreshed``; on or before it, or with no
   readable ``created_at``, ``known`` (it cannot be shown to postdate the cutoff).
 
+Dates and times are read by one grammar, the same on every Python (:func:`read_instant`): a
+date in any ISO 8601 spelling (``2025-03-11``, ``20250311``, ``2025-W11-2``, ``2025-070``) is
+that whole day in UTC; a time is that instant (UTC without an offset); what is ambiguous or not
+a day (a year, a month, a week, six or seven digits, an hour alone, a date with an offset) is
+refused with the reason. Nothing is dated in the future: a task created after now is an error in
+its dataset and refused when it enters a set, naming the file, the task and the date; so is a
+cutoff or a decision time after now, and an entry recording one after it was written.
+
 A set's status: every task alike, that status; generalization-grade tasks
 (``unseen``, ``continuously_refreshed``) mixed with ``known`` ones,
 ``partially_known``. Pure functions over plain data; this module never imports
@@ -54,6 +62,7 @@ __all__ = [
     "STATUSES",
     "BenchmarkSet",
     "Cutoff",
+    "DateError",
     "GateResult",
     "GateTask",
     "SetError",
@@ -69,6 +78,9 @@ __all__ = [
     "load_sets",
     "parse_cutoff",
     "parse_source",
+    "read_instant",
+    "refuse_future_cutoff",
+    "refuse_future_tasks",
     "require_generalization",
     "resolve_set",
     "rotate_set",
@@ -217,48 +229,181 @@ def parse_source(text: str) -> tuple[SourceKind, str]:
     return cast(SourceKind, match["kind"]), match["name"]
 
 
-def _parse_instant(text: str) -> tuple[_dt.datetime, bool] | None:
-    """A UTC instant and whether the text was a bare date; None when not ISO 8601."""
-    if not isinstance(text, str) or not text.strip():
-        return None
-    value = text.strip()
+# --- dates and times: one reading for every spelling, the same on every Python ------------------
+#
+# Python's datetime.fromisoformat reads more on 3.11 (basic dates, week dates, hour-only times) than
+# on 3.10, and reads a basic or week date as its midnight. A task's status must not depend on the
+# interpreter, so dates are read here, by one grammar (docs/sets.md, "Dates and times"):
+#   a date (the whole day, UTC)  2025-03-11, 20250311, 2025-W11-2, 2025W112, 2025-070
+#   a time (that instant)        a date, T (or t, or a space), HH:MM[:SS[.fraction]] or HHMM[SS[.fraction]],
+#                                then Z, +HH:MM, +HHMM or +HH (without one: UTC)
+# and everything else is refused with the reason: a year, a month or a week (not a day), a
+# seven-digit or six-digit number (a basic ordinal date or a mistyped YYYYMMDD: ambiguous), a date
+# with an offset but no time, an hour without minutes, hour 24, a leap second.
+
+_DATE: Final = r"\d{4}-\d{2}-\d{2}|\d{8}|\d{4}-W\d{2}-\d|\d{4}W\d{3}|\d{4}-\d{3}"
+_TIME: Final = r"\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?|\d{4}(?:\d{2}(?:[.,]\d{1,9})?)?"
+_OFFSET: Final = r"[Zz]|[+-]\d{2}(?::?\d{2})?"
+_INSTANT_RE: Final = re.compile(rf"(?P<date>{_DATE})(?:[Tt ](?P<time>{_TIME})(?P<offset>{_OFFSET})?)?")
+_REFUSED: Final = (
+    (re.compile(rf"(?:{_DATE})(?:{_OFFSET})"), "a date with an offset but no time: give a bare date (the whole day, "
+     "UTC) or a time with its offset (2025-03-11T00:00:00+02:00)"),
+    (re.compile(rf"(?:{_DATE})[Tt ]\d{{2}}(?:{_OFFSET})?"), "an hour without minutes: write HH:MM (2025-03-11T12:00Z)"),
+    (re.compile(r"\d{4}"), "a year, not a day: give the day (2025-03-11)"),
+    (re.compile(r"\d{4}-\d{2}"), "a month, not a day: give the day (2025-03-11)"),
+    (re.compile(r"\d{4}-?W\d{2}"), "a week, not a day: give the day (2025-W11-2)"),
+    (re.compile(r"\d{7}"), "ambiguous: seven digits may be a basic ordinal date (YYYYDDD) or a mistyped YYYYMMDD; "
+     "write the ordinal date with its dash (2025-070) or the calendar date (2025-03-11)"),
+    (re.compile(r"\d{6}"), "ambiguous: six digits may be YYMMDD or YYYYMM; write the calendar date (2025-03-11)"),
+)  # fmt: skip
+
+
+class DateError(SetError):
+    """A text that is not read as a date or time, and why."""
+
+
+def _day(text: str) -> _dt.date:
     try:
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
-            day = _dt.date.fromisoformat(value)
-            return _dt.datetime(day.year, day.month, day.day, tzinfo=_dt.timezone.utc), True
-        if value.endswith(("Z", "z")):
-            value = value[:-1] + "+00:00"
-        moment = _dt.datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=_dt.timezone.utc)
+        week = re.fullmatch(r"(\d{4})-?W(\d{2})-?(\d)", text)
+        if week is not None:
+            return _dt.date.fromisocalendar(int(week[1]), int(week[2]), int(week[3]))
+        digits = text.replace("-", "")
+        if len(digits) == 7:  # an ordinal date, YYYY-DDD
+            year, ordinal = int(digits[:4]), int(digits[4:])
+            day = _dt.date(year, 1, 1) + _dt.timedelta(days=ordinal - 1)
+            if ordinal < 1 or day.year != year:
+                raise ValueError(f"{year} has no day {ordinal}")
+            return day
+        return _dt.date(int(digits[:4]), int(digits[4:6]), int(digits[6:]))
+    except (ValueError, OverflowError) as exc:
+        raise DateError(f"no such day ({exc})") from None
+
+
+def _clock(text: str) -> _dt.time:
+    main, _, fraction = text.replace(",", ".").partition(".")
+    digits = main.replace(":", "")
+    hour, minute, second = int(digits[:2]), int(digits[2:4]), int(digits[4:6] or 0)
+    if hour > 23:
+        raise DateError(f"hour {hour} does not exist (hour 24 is not read: write 00:00 of the next day)")
+    if minute > 59:
+        raise DateError(f"minute {minute} does not exist")
+    if second > 59:
+        raise DateError(f"second {second} does not exist (a leap second is not read)")
+    return _dt.time(hour, minute, second, int((fraction + "000000")[:6]))  # a fraction is truncated to microseconds
+
+
+def _zone(text: str | None) -> _dt.timezone:
+    if text is None or text in ("Z", "z"):
+        return _dt.timezone.utc
+    digits = text[1:].replace(":", "")
+    hours, minutes = int(digits[:2]), int(digits[2:] or 0)
+    if hours > 23 or minutes > 59:
+        raise DateError(f"offset {text} does not exist")
+    sign = -1 if text[0] == "-" else 1
+    return _dt.timezone(sign * _dt.timedelta(hours=hours, minutes=minutes))
+
+
+def read_instant(text: Any) -> tuple[_dt.datetime, bool]:
+    """A UTC instant and whether the text was a date (the whole day, counted from its start), read
+    by the grammar above; :class:`DateError` (a SetError) saying why otherwise."""
+    if not isinstance(text, str):
+        what = "a number" if isinstance(text, (int, float)) else f"a {type(text).__name__}"
+        raise DateError(f"{what}, not a text: numbers are not read as epochs")
+    value = text.strip()
+    if not value:
+        raise DateError("empty")
+    match = _INSTANT_RE.fullmatch(value)
+    if match is None:
+        for pattern, why in _REFUSED:
+            if pattern.fullmatch(value):
+                raise DateError(why)
+        raise DateError("not an ISO 8601 date or time")
+    day = _day(match["date"])
+    if match["time"] is None:
+        return _dt.datetime(day.year, day.month, day.day, tzinfo=_dt.timezone.utc), True
+    moment = _dt.datetime.combine(day, _clock(match["time"]), tzinfo=_zone(match["offset"]))
     return moment.astimezone(_dt.timezone.utc), False
+
+
+def _parse_instant(text: Any) -> tuple[_dt.datetime, bool] | None:
+    """:func:`read_instant`, or None when the text is not read."""
+    try:
+        return read_instant(text)
+    except DateError:
+        return None
+
+
+def _why_unread(text: Any) -> str:
+    try:
+        read_instant(text)
+    except DateError as exc:
+        return str(exc)
+    return ""
 
 
 @dataclass(frozen=True)
 class Cutoff:
-    """A model's training cutoff. A bare date covers the whole day (UTC): a task created on
-    that day is on, not after, the cutoff."""
+    """A model's training cutoff. A date (in any of its spellings) covers the whole day (UTC): a
+    task created on that day is on, not after, the cutoff. A time is that instant."""
 
     text: str
     latest: _dt.datetime  # the last instant the model may have seen
+    earliest: _dt.datetime  # where the cutoff starts: the day's first instant for a date, else latest
 
     def postdates(self, created: _dt.datetime) -> bool:
         return created > self.latest
 
 
+CUTOFF_FORMS: Final = ("an ISO 8601 date (2025-03-10, 20250310, 2025-W11-1 or 2025-069: the whole day, UTC) or time "
+                       "(2025-03-10T12:00:00Z, or with an offset; without one, UTC)")  # fmt: skip
+
+
 def parse_cutoff(value: str | Cutoff) -> Cutoff:
-    """``2025-03-10`` (the whole day, UTC) or an ISO 8601 time (``2025-03-10T12:00:00Z``)."""
+    """A date (the whole day, UTC) or an ISO 8601 time, read by :func:`read_instant`."""
     if isinstance(value, Cutoff):
         return value
-    parsed = _parse_instant(value)
-    if parsed is None:
-        raise SetError(f"cutoff {value!r}: expected an ISO 8601 date (2025-03-10) or time (2025-03-10T12:00:00Z)")
-    moment, bare = parsed
+    try:
+        moment, bare = read_instant(value)
+    except DateError as exc:
+        raise SetError(f"cutoff {value!r}: {exc}; expected {CUTOFF_FORMS}") from None
     if bare:
-        return Cutoff(moment.date().isoformat(), moment + _dt.timedelta(days=1) - _dt.timedelta(microseconds=1))
-    return Cutoff(moment.isoformat().replace("+00:00", "Z"), moment)
+        return Cutoff(moment.date().isoformat(), _dt.datetime.combine(moment.date(), _dt.time.max, _dt.timezone.utc),
+                      moment)  # fmt: skip
+    return Cutoff(_iso(moment), moment, moment)
+
+
+def _iso(moment: _dt.datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def _now() -> _dt.datetime:
+    return _dt.datetime.now(_dt.timezone.utc)
+
+
+def refuse_future_cutoff(cutoff: str | Cutoff, now: _dt.datetime | None = None) -> Cutoff:
+    """The cutoff, or SetError when it starts after now: a model's training cutoff is in the past
+    (a date cutoff of today is not in the future)."""
+    parsed = parse_cutoff(cutoff)
+    moment = now or _now()
+    if parsed.earliest > moment:
+        raise SetError(f"cutoff {parsed.text} is in the future (now {_iso(moment.replace(microsecond=0))}): a model's "
+                       "training cutoff has passed; check the date (a time without an offset is read as UTC)")  # fmt: skip
+    return parsed
+
+
+def refuse_future_tasks(instances: Iterable[Instance], now: _dt.datetime | None = None) -> None:
+    """SetError naming the file, the task and the date when a task is dated after now: a task
+    cannot have been created in the future, so its dataset is in error (whatever the set's source)."""
+    moment = now or _now()
+    future = [instance for instance in instances
+              if (parsed := _parse_instant(instance.fields.get("created_at"))) is not None and parsed[0] > moment]  # fmt: skip
+    if future:
+        first = future[0]
+        more = f" (and {len(future) - 1} more task(s) dated in the future)" if len(future) > 1 else ""
+        raise SetError(f"{first.source}: task {first.instance_id} is dated in the future: created_at "
+                       f"{first.fields.get('created_at')!r} is after now ({_iso(moment.replace(microsecond=0))}); a "
+                       "task cannot have been created after now, so the dataset is in error: fix its created_at (a "
+                       f"time without an offset is read as UTC){more}")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -307,7 +452,8 @@ def rule_text(rule: str, *, source: str, created_at: Any, cutoff: str | None, bu
     if rule == "before_cutoff":
         return f"created {created_at}, on or before the cutoff {cutoff}"
     if rule == "no_created_at":
-        what = "no created_at" if created_at in (None, "") else f"created_at {created_at!r} is not an ISO 8601 date"
+        what = ("no created_at" if created_at in (None, "")
+                else f"created_at {created_at!r} is not read ({_why_unread(created_at)})")  # fmt: skip
         return f"{what}: it cannot be shown to postdate the cutoff {cutoff}"
     return rule
 
@@ -540,7 +686,7 @@ def _apply(folded: _Fold, body: Mapping[str, Any], seq: int, created: str) -> No
         if event in ("create", "rotate"):
             _apply_version(folded, body, seq, created)
         else:
-            _apply_burn(folded, body, seq)
+            _apply_burn(folded, body, seq, created)
     except KeyError as exc:
         raise SetError(f"{_where(seq)}: {body.get('event')} event without {exc.args[0]!r}") from None
     except (TypeError, AttributeError) as exc:
@@ -597,6 +743,7 @@ def _apply_version(folded: _Fold, body: Mapping[str, Any], seq: int, created: st
     for task in tasks:
         if not isinstance(task["task_id"], str) or TASK_ID_RE.fullmatch(task["task_id"]) is None:
             raise SetError(f"{_where(seq)}: task id {task['task_id']!r} is not a content address")
+    _dated_before_entry(body["set_id"], cutoff, tasks, seq, created)
     new = _Version(name, version, role, source, cutoff, tasks, seq, created, body.get("dataset"), retired)
     if event == "rotate":
         assert current is not None
@@ -608,6 +755,23 @@ def _apply_version(folded: _Fold, body: Mapping[str, Any], seq: int, created: st
                            f"{task.get('status')} ({task.get('rule')}), but the rule gives {state.status} "
                            f"({state.why}): a status is assigned by rule, never typed in")  # fmt: skip
     folded.versions.setdefault(name, []).append(new)
+
+
+def _dated_before_entry(set_id: str, cutoff: str | None, tasks: Sequence[Mapping[str, Any]], seq: int,
+                        created: str) -> None:  # fmt: skip
+    """Nothing an entry records is dated after the entry was written: a cutoff or a task created in
+    the future is an error in the data (refused when written; refused here when written by hand)."""
+    written = _parse_instant(created)
+    if written is None:
+        return
+    if cutoff is not None and parse_cutoff(cutoff).earliest > written[0]:
+        raise SetError(f"{_where(seq)}: the cutoff {cutoff} of {set_id} is after the entry was written ({created}): "
+                       "a model's training cutoff has passed")  # fmt: skip
+    for task in tasks:
+        parsed = _parse_instant(task.get("created_at"))
+        if parsed is not None and parsed[0] > written[0]:
+            raise SetError(f"{_where(seq)}: task {task['instance_id']} of {set_id} is dated {task['created_at']}, "
+                           f"after the entry was written ({created}): a task cannot have been created in the future")  # fmt: skip
 
 
 def _check_rotation(folded: _Fold, old: _Version, new: _Version, body: Mapping[str, Any], seq: int) -> None:
@@ -637,7 +801,7 @@ def _cutoff_required(source: str, name: str) -> None:
                    "otherwise; without the cutoff its status cannot be assigned")  # fmt: skip
 
 
-def _apply_burn(folded: _Fold, body: Mapping[str, Any], seq: int) -> None:
+def _apply_burn(folded: _Fold, body: Mapping[str, Any], seq: int, created: str) -> None:
     name = body["name"]
     current = folded.current(name)
     if current is None:
@@ -649,6 +813,10 @@ def _apply_burn(folded: _Fold, body: Mapping[str, Any], seq: int) -> None:
         raise SetError("a burn names its decision (--decision TEXT): a non-empty text")
     if isinstance(when, bool) or not isinstance(when, int) or when < 0:
         raise SetError(f"a decision's time is an epoch (integer seconds >= 0), got {when!r}")
+    written = _parse_instant(created)
+    if written is not None and when > written[0].timestamp():
+        raise SetError(f"{_where(seq)}: the decision's time {epoch_iso(when)} is after the entry was written "
+                       f"({created}): a burn records a decision already made")  # fmt: skip
     members = {t["task_id"]: t for t in current.tasks}
     newly = []
     use = Use(decision, when, seq, body["set_id"])
@@ -780,11 +948,12 @@ def create_set(ledger: Ledger, name: str, role: str, instances: Sequence[Instanc
     if role not in ROLES:
         raise SetError(f"role {role!r}: expected one of {', '.join(ROLES)}")
     kind, _ = parse_source(source)
-    normalized = parse_cutoff(cutoff).text if cutoff is not None else None
+    normalized = refuse_future_cutoff(cutoff).text if cutoff is not None else None
     if normalized is None and kind in NEEDS_CUTOFF:
         _cutoff_required(source, name)
     if not instances:
         raise SetError(f"set {name!r} would hold no task: a benchmark set holds at least one task")
+    refuse_future_tasks(instances)
     rows = [_task_row(instance) for instance in instances]
 
     def build(folded: _Fold) -> dict[str, Any]:
@@ -804,9 +973,13 @@ def burn(ledger: Ledger, set_name: str, decision: str, task_ids: Iterable[str] |
     and forever. Using an already burned task is still recorded (it moves last_decision_use)."""
     if not isinstance(decision, str) or not decision.strip():
         raise SetError("a burn names its decision (--decision TEXT): a non-empty text")
-    moment = int(time.time()) if when is None else when
+    now = int(time.time())
+    moment = now if when is None else when
     if isinstance(moment, bool) or not isinstance(moment, int) or moment < 0:
         raise SetError(f"a decision's time is an epoch (integer seconds >= 0), got {when!r}")
+    if moment > now:
+        raise SetError(f"a decision's time {epoch_iso(moment)} is in the future (now {epoch_iso(now)}): a burn records a "
+                       "decision already made")  # fmt: skip
     wanted = None if task_ids is None else list(task_ids)
 
     def build(folded: _Fold) -> dict[str, Any]:
@@ -839,6 +1012,9 @@ def rotate_set(ledger: Ledger, name: str, add: Sequence[Instance] = (), cutoff: 
     """Make the next version of a holdout_live set: retire every task that can no longer count for
     generalization (burned; or, under a new cutoff, not created after it) and add fresh tasks,
     which obey the same rules as at creation. The cutoff defaults to the current version's."""
+    if cutoff is not None:
+        refuse_future_cutoff(cutoff)
+    refuse_future_tasks(add)
     rows = [_task_row(instance) for instance in add]
 
     def build(folded: _Fold) -> dict[str, Any]:
@@ -941,7 +1117,7 @@ def gate(state: SetState, cutoff: str | Cutoff) -> GateResult:
     the cutoff. Held-out tasks were never public, so their date does not matter. The set is usable
     only if it is a holdout_live set's current version, none of its tasks is burned (rotate first)
     and at least one task is eligible; then its eligible tasks are the generalization number's."""
-    parsed = parse_cutoff(cutoff)
+    parsed = refuse_future_cutoff(cutoff)
     kind, _ = parse_source(state.record.refresh_source)
     rows = []
     for task in state.tasks:

@@ -43,7 +43,7 @@ The contamination status is assigned by rule; no option sets it:
   held_out:NAME source                          unseen
   live:NAME or timestamp_gated:NAME source      continuously_refreshed if created
     (needs --cutoff, the model's training        after the cutoff; known if on or
-    cutoff; a bare date covers the whole day)    before it or with no created_at
+    cutoff; a date covers the whole day)         before it or with no created_at
 A set's status: all tasks alike, that status; unseen or continuously_refreshed
 tasks mixed with known ones, partially_known.
 
@@ -52,12 +52,21 @@ task that is not unseen or continuously_refreshed (a burned one included); a tas
 in two roles at once among the current versions of all sets; a decision's tasks
 are burned per task, everywhere, forever; a holdout_live set with burned tasks is
 not usable for generalization until rotated (gate exits 1 and says so).
+Refused too: a task dated in the future (the dataset is in error: the file,
+the task and its date are named), a cutoff or a decision time in the future.
+
+Dates: 2025-03-11, 20250311, 2025-W11-2 and 2025-070 are the same day (a
+cutoff covers the whole day, UTC); a time is that instant (2025-03-11T12:00Z,
++02:00, +0200; without an offset, UTC). A year, a month, a week, six or seven
+digits, an hour without minutes, or a date with an offset but no time is
+refused with the reason.
 """
 
 ROLE_HELP = "development, regression or holdout_live (the three sets are never conflated)"
 SOURCE_HELP = ("The instrument feeding the set, KIND:NAME with KIND static, live, timestamp_gated or held_out "
                "(e.g. live:swe_bench_live)")  # fmt: skip
-CUTOFF_HELP = "The model's training cutoff, an ISO 8601 date (the whole day, UTC) or time"
+CUTOFF_HELP = ("The model's training cutoff, in the past: an ISO 8601 date in any spelling (2025-03-10, 20250310, "
+               "2025-W11-1, 2025-069: the whole day, UTC) or time (UTC without an offset)")  # fmt: skip
 
 
 def _cutoff(value: str) -> sets.Cutoff:
@@ -76,18 +85,21 @@ def _source(value: str) -> str:
 
 
 def _when(value: str) -> int:
-    """Epoch seconds, or an ISO 8601 time (UTC when it names no offset)."""
-    if value.isdigit():
-        return int(value)
+    """Epoch seconds, or an ISO 8601 date or time read as every date of the sets is (a date: the
+    start of that day, UTC; a time without an offset: UTC). Eight digits are refused: 20250311 may
+    be a basic date or epoch seconds."""
     text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
+    if text.isdigit() and len(text) == 8:
+        raise argparse.ArgumentTypeError(f"{value!r}: ambiguous: eight digits may be a basic date (YYYYMMDD) or epoch "
+                                         "seconds; write the date with dashes (2025-03-11) or a time "
+                                         "(2025-03-11T12:00:00Z)")  # fmt: skip
+    if text.isdigit():
+        return int(text)
     try:
-        moment = _dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r}: expected epoch seconds or an ISO 8601 time") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=_dt.timezone.utc)
+        moment, _ = sets.read_instant(text)
+    except sets.DateError as exc:
+        raise argparse.ArgumentTypeError(f"{value!r}: {exc}; expected epoch seconds or an ISO 8601 date or time "
+                                         "(2025-03-11T12:00:00Z)") from None  # fmt: skip
     return int(moment.timestamp())
 
 
@@ -132,7 +144,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     burn.add_argument("--task", dest="tasks", metavar="ID", nargs="+", action="extend",
                       help="Task ids or instance ids of the set (repeatable; default: every task of the set)")  # fmt: skip
     burn.add_argument("--when", metavar="TIME", type=_when, default=None,
-                      help="When the decision was made: epoch seconds or ISO 8601 (default: now)")  # fmt: skip
+                      help="When the decision was made, not in the future: epoch seconds, or an ISO 8601 date (its "
+                           "start, UTC) or time (default: now)")  # fmt: skip
 
     rotate = action("rotate", "Make a holdout_live set's next version: retire burned tasks, add fresh ones", cmd_rotate)
     rotate.add_argument("name", metavar="NAME", help="The holdout_live set")

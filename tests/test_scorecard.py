@@ -196,6 +196,13 @@ def as_dict(candidate: T, **kwargs: Any) -> dict[str, Any]:
     return card(candidate, **kwargs)[0].to_dict()
 
 
+def attribution(result: dict[str, Any]) -> str:
+    """The attribution without the pairing sentence that leads it."""
+    head = result["pairing"]["note"] + ": "
+    assert result["attribution"].startswith(head)
+    return result["attribution"][len(head):]
+
+
 def test_diff_names_the_stage_that_moved_when_end_to_end_is_flat():
     flat = envelope(resolved=False)
     before = [as_dict(touched("lib/x.py::f"), envelope=flat), as_dict(touched("src/a.py::helper"), envelope=flat)]
@@ -205,7 +212,7 @@ def test_diff_names_the_stage_that_moved_when_end_to_end_is_flat():
     rows = {r["metric"]: r for r in result["metrics"]}
     assert rows["localization.file_recall"]["change"] == "better"
     assert rows["end_to_end.resolved"]["change"] == "flat"
-    assert result["attribution"].startswith("localization.file_recall 17% → 50%")
+    assert attribution(result).startswith("localization.file_recall 17% → 50%")
     assert "end_to_end.resolved flat: the gain is held by a later stage (patching.parse 100% → 50%)" in result["attribution"]
 
 
@@ -216,12 +223,13 @@ def test_diff_when_every_later_stage_is_whole_the_fix_itself_holds_the_gain():
         "end_to_end.resolved flat: every later stage that did not gain is at 100%, the gain is held by the fix itself")
 
 
-def test_diff_when_end_to_end_moves_names_the_earliest_stage():
+def test_diff_when_end_to_end_moves_names_the_earliest_stage_that_improved():
     result = sc.diff([as_dict(touched("lib/x.py::f"), envelope=envelope(resolved=False))],
                      [as_dict(touched("src/a.py::helper"), envelope=envelope(resolved=True))])  # fmt: skip
-    assert "end_to_end.resolved 0% → 100%: the earliest stage that moved is localization" in result["attribution"]
+    assert attribution(result).endswith(
+        "end_to_end.resolved 0% → 100%: the gain is credited to localization, the earliest stage that improved")
     same = [as_dict(touched("src/a.py::helper"))]
-    assert sc.diff(same, same)["attribution"] == "no stage moved"
+    assert sc.diff(same, same)["attribution"] == "paired on the 1 task(s) both sides have (1 run(s) of A, 1 of B), none dropped: no stage moved"
 
 
 def test_lower_is_better_for_rank_unnecessary_entities_and_regressions():
@@ -231,6 +239,127 @@ def test_lower_is_better_for_rank_unnecessary_entities_and_regressions():
     assert rows["localization.target_rank"] == "better"
     assert rows["structure.unnecessary_entities_touched"] == "better"
     assert rows["end_to_end.regressions"] == "better"
+
+
+# ------------------------------------------- attribution credits only a stage that improved (issue 15.6)
+
+NOT_RESOLVED, RESOLVED = envelope(resolved=False), envelope(resolved=True)
+
+
+def test_a_resolve_gain_is_never_credited_to_a_stage_that_got_worse():
+    """Localization got worse and planning improved: the gain is planning's, and localization is named as worse."""
+    before = [as_dict(GOLD, envelope=NOT_RESOLVED, plan=[])]
+    after = [as_dict(touched("src/a.py::helper"), envelope=RESOLVED, plan=sorted(GOLD.symbols))]
+    result = sc.diff(before, after)
+    assert result["stages"]["localization"] == "worse" and result["stages"]["planning"] == "improved"
+    text = attribution(result)
+    assert text.endswith("end_to_end.resolved 0% → 100%: the gain is credited to planning, the earliest stage that "
+                         "improved (worse: localization, structure)")  # fmt: skip
+    assert "credited to localization" not in text
+
+
+def test_a_resolve_gain_no_stage_explains_is_said_so():
+    before = [as_dict(GOLD, envelope=NOT_RESOLVED)]
+    after = [as_dict(touched("src/a.py::helper"), envelope=RESOLVED)]  # localization and structure worse, nothing better
+    text = attribution(sc.diff(before, after))
+    assert text.endswith("end_to_end.resolved 0% → 100%: no stage explains the gain (no stage improved; worse: "
+                         "localization, planning, structure)")  # fmt: skip
+    assert "credited" not in text
+
+
+def test_a_stage_with_one_metric_better_and_one_worse_is_mixed_and_never_credited():
+    before = [as_dict(touched("src/a.py::Parser.parse", "src/a.py::helper", "src/b.py::<module>"), envelope=NOT_RESOLVED)]
+    after = [as_dict(touched("src/a.py::other", "src/b.py::other", "docs/notes.md"), envelope=RESOLVED)]
+    result = sc.diff(before, after)
+    rows = {r["metric"]: r["change"] for r in result["metrics"]}
+    assert (rows["localization.file_recall"], rows["localization.symbol_recall"]) == ("better", "worse")
+    assert result["stages"]["localization"] == "mixed"
+    text = attribution(result)
+    assert "no stage explains the gain (no stage improved;" in text and "mixed: localization" in text
+    assert "credited" not in text
+
+
+def test_a_resolve_loss_is_charged_to_the_earliest_stage_that_got_worse_never_to_one_that_improved():
+    before = [as_dict(touched("lib/x.py::f"), envelope=RESOLVED, plan=sorted(GOLD.symbols))]
+    after = [as_dict(touched("src/a.py::helper"), envelope=NOT_RESOLVED, plan=[])]  # localization better, planning worse
+    text = attribution(sc.diff(before, after))
+    assert text.endswith("end_to_end.resolved 100% → 0%: the loss is charged to planning, the earliest stage that got "
+                         "worse (improved: localization, structure)")  # fmt: skip
+    only_better = attribution(sc.diff([as_dict(touched("lib/x.py::f"), envelope=RESOLVED)],
+                                      [as_dict(touched("src/a.py::helper"), envelope=NOT_RESOLVED)]))  # fmt: skip
+    assert only_better.endswith("end_to_end.resolved 100% → 0%: no stage explains the loss (no stage got worse; "
+                                "improved: localization, planning, structure)")  # fmt: skip
+
+
+# ------------------------------------------------ a paired comparison over the tasks both sides have (issue 15.6)
+
+
+def run_of(task: str, resolved: bool, candidate: T | None = None, **kwargs: Any) -> dict[str, Any]:
+    return as_dict(candidate or touched("src/a.py::helper"), task_id=task, envelope=envelope(resolved=resolved), **kwargs)
+
+
+def test_diff_compares_only_the_tasks_both_sides_have_and_names_the_dropped_ones():
+    a = [run_of("x-1", False), run_of("x-2", True)]
+    b = [run_of("x-1", True), run_of("x-3", False), run_of("x-4", False)]
+    result = sc.diff(a, b)
+    rows = {r["metric"]: r for r in result["metrics"]}
+    # unpaired, A's mean would be 50% and B's 33%: a loss; on the one task both ran, a gain
+    assert (rows["end_to_end.resolved"]["a"], rows["end_to_end.resolved"]["b"]) == (0.0, 1.0)
+    assert rows["end_to_end.resolved"]["change"] == "better" and rows["end_to_end.resolved"]["tasks"] == 1
+    assert result["runs"] == {"a": 2, "b": 3}
+    assert result["pairing"] == {
+        "tasks": 1, "paired": ["x-1"], "runs_compared": {"a": 1, "b": 1},
+        "dropped": {"a": {"tasks": ["x-2"], "runs": 1}, "b": {"tasks": ["x-3", "x-4"], "runs": 2}},
+        "note": "paired on the 1 task(s) both sides have (1 run(s) of A, 1 of B); dropped from A: 1 task(s) only it "
+                "has (x-2); dropped from B: 2 task(s) only it has (x-3, x-4)"}  # fmt: skip
+    assert result["attribution"].startswith(result["pairing"]["note"] + ": ")
+    assert json.loads(json.dumps(result)) == result
+
+
+def test_diff_refuses_two_sets_of_runs_with_no_task_in_common():
+    with pytest.raises(sc.ScorecardError) as caught:
+        sc.diff([run_of("x-1", False)], [run_of("y-1", True), run_of("y-2", True)])
+    message = str(caught.value)
+    assert "A (1 run(s) of 1 task(s): x-1) and B (2 run(s) of 2 task(s): y-1, y-2) have no task in common" in message
+    with pytest.raises(sc.ScorecardError):
+        sc.diff([], [run_of("y-1", True)])
+
+
+def test_each_task_weighs_the_same_on_both_sides_and_a_metric_is_paired_where_both_have_it():
+    a = [run_of("x-1", False), run_of("x-1", True), run_of("x-2", False, retrieval=["src/a.py"])]
+    b = [run_of("x-1", True), run_of("x-2", True, retrieval=["lib/x.py", "src/a.py"]), run_of("x-1", True)]
+    result = sc.diff(a, b)
+    rows = {r["metric"]: r for r in result["metrics"]}
+    assert rows["end_to_end.resolved"]["a"] == 0.25  # x-1: 50%, x-2: 0%; not 1 of 3 runs
+    assert rows["localization.target_rank"] == {"metric": "localization.target_rank", "a": 1.0, "b": 2.0, "tasks": 1,
+                                                "moved": True, "change": "worse"}  # only x-2 has a rank on both sides  # fmt: skip
+    assert result["pairing"]["runs_compared"] == {"a": 3, "b": 3} and result["pairing"]["note"].endswith("none dropped")
+
+
+def test_the_sentence_names_at_most_ten_dropped_tasks_and_the_json_all_of_them():
+    a = [run_of("x-0", False)] + [run_of(f"a-{i:02}", False) for i in range(12)]
+    result = sc.diff(a, [run_of("x-0", True)])
+    assert result["pairing"]["dropped"]["a"]["tasks"] == [f"a-{i:02}" for i in range(12)]
+    assert "dropped from A: 12 task(s) only it has (a-00, a-01, a-02, a-03, a-04, a-05, a-06, a-07, a-08, a-09, and 2 more)" \
+        in result["attribution"]
+
+
+def test_the_command_shows_the_pairing_in_its_table_and_its_json(tmp_path, capsys):
+    from pytest_objective_scoring.cli import main
+    from pytest_objective_scoring.ledger import Ledger
+
+    path = tmp_path / "ledger.sqlite"
+    with Ledger(path) as ledger:
+        for seq, (task, resolved) in enumerate([("x-1", False), ("x-2", True), ("x-1", True), ("x-3", False)], 1):
+            ledger.append("scorecard", {"score_seq": seq, "instance_id": task, "patch_ref": f"p{seq}", "harness": "h",
+                                        "failure_class": "none", "scorecard": run_of(task, resolved)})  # fmt: skip
+    assert main(["scorecard", "diff", "1,2", "3,4", "--ledger", str(path), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["pairing"]["dropped"] == {"a": {"tasks": ["x-2"], "runs": 1}, "b": {"tasks": ["x-3"], "runs": 1}}
+    assert main(["scorecard", "diff", "1,2", "3,4", "--ledger", str(path)]) == 0
+    table = " ".join(capsys.readouterr().out.split())
+    assert "dropped from A: 1 task(s) only it has (x-2); dropped from B: 1 task(s) only it has (x-3)" in table
+    assert "the gain is credited to" not in table and "no stage moved: the change is in the fix itself" in table
 
 
 # ---------------------------------------------------------------- on real graded runs (build phase 3)
@@ -262,11 +391,12 @@ def test_phase_3_localization_improved_end_to_end_flat_the_gain_is_attributed_to
     assert (rows["localization.file_recall"]["a"], rows["localization.file_recall"]["b"]) == (0.0, 1.0)
     assert rows["localization.symbol_recall"]["change"] == "better"
     assert rows["end_to_end.resolved"]["change"] == "flat"
-    assert moved["attribution"].startswith("localization.file_recall 0% → 100%; localization.symbol_recall 0% → 100%")
+    assert moved["attribution"].startswith("paired on the 1 task(s) both sides have (1 run(s) of A, 1 of B), none dropped: "
+                                           "localization.file_recall 0% → 100%; localization.symbol_recall 0% → 100%")
     assert "end_to_end.resolved flat: every later stage that did not gain is at 100%" in moved["attribution"]
 
     held = json.loads(run_cli("scorecard", "diff", before, broken, "--ledger", ledger, "--json").stdout)
-    assert held["attribution"].startswith("localization.file_recall 0% → 100%")
+    assert attribution(held).startswith("localization.file_recall 0% → 100%")
     assert held["attribution"].endswith("end_to_end.resolved flat: the gain is held by a later stage (patching.parse 100% → 0%)")
 
     table = run_cli("scorecard", "diff", before, broken, "--ledger", ledger)
@@ -278,7 +408,7 @@ def test_phase_3_localization_improved_end_to_end_flat_the_gain_is_attributed_to
     assert record["details"]["candidate"]["entities"] == ["src/intervals/interval.py::Interval.overlaps"]
     sets = json.loads(run_cli("scorecard", "diff", "harness:scorecard_wrong_file", f"{after},{broken}", "--ledger", ledger,
                               "--json").stdout)  # fmt: skip
-    assert sets["runs"] == {"a": 1, "b": 2}
+    assert sets["runs"] == {"a": 1, "b": 2} and sets["pairing"]["runs_compared"] == {"a": 1, "b": 2}
     assert {r["metric"]: r["b"] for r in sets["metrics"]}["patching.parse"] == 0.5
     bad = run_cli("scorecard", "99", "--ledger", ledger)
     assert bad.returncode == 2 and "no scorecard for score entry 99" in bad.stderr

@@ -457,15 +457,15 @@ def test_a_dataset_with_chosen_dates_is_gated_task_by_task(ledger):
     assert reasons == {"t-early": ("role", "before_cutoff"), "t-late": ("role",),
                        "t-nodate": ("role", "no_created_at"), "t-garbled": ("role", "no_created_at")}  # fmt: skip
     assert result.usable is False and "only a holdout_live set's number may be called generalization" in str(result.refusal)
-    assert "'31/12/2024' is not an ISO 8601 date" in " ".join(result.tasks[3].why)
+    assert "created_at '31/12/2024' is not read (not an ISO 8601 date or time)" in " ".join(result.tasks[3].why)
 
 
 def test_a_held_out_task_is_eligible_whatever_its_date_and_a_static_one_never(ledger):
     held = create_set(ledger, "pro", "holdout_live", [task("p-1", "2001-01-01"), task("p-2", None)], "held_out:swe_bench_pro")
     assert held.record.contamination_status == "unseen"
     assert len(gate(held, "2025-01-01").eligible) == 2
-    static = create_set(ledger, "he", "regression", [task("s-1", "2030-01-01")], "static:human_eval")
-    assert gate(static, "2025-01-01").excluded == {task_id_of(task("s-1", "2030-01-01")): ("role", "static_source")}
+    static = create_set(ledger, "he", "regression", [task("s-1", "2025-06-01")], "static:human_eval")
+    assert gate(static, "2025-01-01").excluded == {task_id_of(task("s-1", "2025-06-01")): ("role", "static_source")}
 
 
 def test_rotation_rules_and_refusals(ledger, fx):
@@ -729,7 +729,7 @@ def test_a_burned_task_renamed_is_still_burned(ledger, fx):
     create_set(ledger, "dev", "development", [fx[CSVLITE]], "static:fixtures")
     burn(ledger, "dev", "decision one", when=T0)
     renamed = parse_instance({**fx[CSVLITE].fields, "instance_id": "fixtures__csvlite-1-copy",
-                              "created_at": "2030-01-01T00:00:00Z"}, "<renamed copy>")  # fmt: skip
+                              "created_at": "2025-09-01T00:00:00Z"}, "<renamed copy>")  # fmt: skip
     assert task_id_of(renamed) != task_id_of(fx[CSVLITE])
     refused(lambda: create_set(ledger, "fresh", "holdout_live", [renamed], "held_out:private"),
             "fixtures__csvlite-1-copy", "holdout_live")  # fmt: skip
@@ -744,3 +744,166 @@ def test_a_rotation_never_lowers_the_cutoff(ledger):
     older = task("older-1", "2025-01-15T00:00:00Z")
     refused(lambda: rotate_set(ledger, "hold", add=[older], cutoff="2020-01-01"),
             "--cutoff 2020-01-01 is earlier than the set's cutoff 2025-05-01", "never lowers the cutoff")
+
+
+# ---------------------------------------------- dates (issue 15.6): one meaning per spelling, none in the future
+
+DAY_SPELLINGS = ["2025-03-11", "20250311", "2025-W11-2", "2025W112", "2025-070"]
+
+
+@pytest.mark.parametrize("spelling", DAY_SPELLINGS, ids=["extended", "basic", "week", "basic-week", "ordinal"])
+def test_every_spelling_of_a_date_cutoff_covers_the_whole_day(spelling):
+    cutoff = parse_cutoff(spelling)
+    assert cutoff.text == "2025-03-11"
+    assert cutoff == parse_cutoff("2025-03-11")  # the same end of day, whatever the spelling
+    assert classify_task(LIVE, "2025-03-11T14:30:00Z", cutoff, None) == ("known", "before_cutoff")
+    assert classify_task(LIVE, "2025-03-11T23:59:59.999999Z", cutoff, None) == ("known", "before_cutoff")
+    assert classify_task(LIVE, "2025-03-12T00:00:00Z", cutoff, None) == ("continuously_refreshed", "after_cutoff")
+
+
+@pytest.mark.parametrize("spelling", DAY_SPELLINGS, ids=["extended", "basic", "week", "basic-week", "ordinal"])
+def test_every_spelling_of_a_created_at_date_is_that_day(spelling):
+    assert classify_task(LIVE, spelling, parse_cutoff("2025-03-10"), None) == ("continuously_refreshed", "after_cutoff")
+    assert classify_task(LIVE, spelling, parse_cutoff("2025-03-11"), None) == ("known", "before_cutoff")  # on the day
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    ["2025-03-11T12:00:00Z", "2025-03-11t12:00:00z", "2025-03-11 12:00:00", "2025-03-11T12:00", "2025-03-11T14:00:00+02:00",
+     "2025-03-11T14:00:00+0200", "2025-03-11T14:00+02", "2025-03-11T07:00:00-05:00", "20250311T120000Z",
+     "2025-W11-2T12:00:00Z", "2025-070T12:00Z", "2025-03-11T12:00:00-00:00"],
+    ids=["z", "lowercase", "space-no-offset-is-utc", "no-seconds", "offset", "basic-offset", "hour-offset",
+         "negative-offset", "basic", "week", "ordinal", "minus-zero"],
+)  # fmt: skip
+def test_every_spelling_of_a_time_is_that_instant(spelling):
+    assert sets.read_instant(spelling) == (sets.read_instant("2025-03-11T12:00:00Z")[0], False)
+    assert parse_cutoff(spelling).text == "2025-03-11T12:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("spelling", "reason"),
+    [
+        ("2025-W11", "a week, not a day"),
+        ("2025-03", "a month, not a day"),
+        ("2025", "a year, not a day"),
+        ("2025070", "ambiguous: seven digits may be a basic ordinal date"),
+        ("250311", "ambiguous: six digits"),
+        ("2025-03-11T12", "an hour without minutes"),
+        ("2025-03-11Z", "a date with an offset but no time"),
+        ("2025-03-11+02:00", "a date with an offset but no time"),
+        ("2025-03-11T24:00:00Z", "hour 24 does not exist"),
+        ("2025-03-11T12:00:60Z", "second 60 does not exist (a leap second is not read)"),
+        ("2025-03-11T12:00:00+24:00", "offset +24:00 does not exist"),
+        ("2025-02-30", "no such day"),
+        ("2025-366", "no such day (2025 has no day 366)"),
+        ("2025-W53-1", "no such day"),
+        ("2025-03-11T12:00:00 UTC", "not an ISO 8601 date or time"),
+    ],
+    ids=["week", "month", "year", "basic-ordinal", "six-digits", "hour-alone", "date-with-z", "date-with-offset",
+         "hour-24", "leap-second", "offset-24", "february-30", "ordinal-366", "week-53", "named-zone"],
+)  # fmt: skip
+def test_ambiguous_or_impossible_spellings_are_refused_with_the_reason(spelling, reason):
+    refused(lambda: sets.read_instant(spelling), reason)
+    refused(lambda: parse_cutoff(spelling), f"cutoff {spelling!r}: {reason}", "ISO 8601")
+    assert classify_task(LIVE, spelling, CUT, None) == ("known", "no_created_at")
+    why = sets.rule_text("no_created_at", source=LIVE, created_at=spelling, cutoff="2025-03-10", burned_by=None)
+    assert f"created_at {spelling!r} is not read (" in why and reason in why
+
+
+def test_the_grammar_never_asks_the_interpreter():
+    """datetime.fromisoformat reads 20250311 on Python 3.11 and refuses it on 3.10: a status must not
+    depend on the interpreter, so this module reads dates itself."""
+    assert "fromisoformat(" not in inspect.getsource(sets) + inspect.getsource(sets_commands)
+
+
+FUTURE = "2999-01-01T00:00:00Z"
+
+
+@pytest.mark.parametrize("source", [LIVE, "static:fixtures", "held_out:private"])
+def test_a_task_dated_in_the_future_is_refused_naming_the_file_the_task_and_the_date(ledger, tmp_path, source):
+    dataset = write_dataset(tmp_path / "future.jsonl", [task("ok-1", "2025-06-01"), task("late-1", FUTURE),
+                                                        task("late-2", "29990101")])  # fmt: skip
+    message = refused(lambda: create_set(ledger, "s", "development", load_instances(dataset), source, cutoff="2025-03-10"),
+                      f"{dataset}:2: task late-1 is dated in the future: created_at '{FUTURE}' is after now",
+                      "the dataset is in error", "(and 1 more task(s) dated in the future)")  # fmt: skip
+    assert "\n" not in message
+    assert load_sets(ledger) == {}
+
+
+def test_a_task_created_today_is_not_in_the_future(ledger):
+    import datetime as dt
+
+    today = dt.datetime.now(dt.timezone.utc).date()
+    state = create_set(ledger, "s", "development", [task("t-1", today.isoformat()), task("t-2", today.strftime("%Y%m%d"))],
+                       "static:fixtures")  # fmt: skip
+    assert len(state.tasks) == 2
+    refused(lambda: sets.refuse_future_tasks([task("t-3", today.isoformat())], now=dt.datetime.combine(
+        today, dt.time(), dt.timezone.utc) - dt.timedelta(microseconds=1)), "t-3 is dated in the future")  # fmt: skip
+
+
+def test_rotation_refuses_a_fresh_task_dated_in_the_future(ledger):
+    create_set(ledger, "h", "holdout_live", [task("h-1", "2025-06-01")], LIVE, cutoff="2025-03-10")
+    refused(lambda: rotate_set(ledger, "h", add=[task("h-2", FUTURE)]), "<h-2>: task h-2 is dated in the future")
+    assert resolve_set(ledger, "h").set_id == "h@v1"
+
+
+def test_a_cutoff_or_a_decision_in_the_future_is_refused(ledger):
+    import datetime as dt
+
+    refused(lambda: create_set(ledger, "h", "holdout_live", [task("h-1", "2025-06-01")], LIVE, cutoff="2999-01-01"),
+            "cutoff 2999-01-01 is in the future", "a model's training cutoff has passed")  # fmt: skip
+    today = dt.datetime.now(dt.timezone.utc).date().isoformat()
+    state = create_set(ledger, "h", "holdout_live", [task("h-1", "2025-06-01")], LIVE, cutoff="2025-03-10")
+    assert gate(state, today).cutoff == today  # a date cutoff of today has started: not in the future
+    refused(lambda: gate(state, "2999-W01-1"), "cutoff 2998-12-31 is in the future")  # ISO week 1 of 2999 starts in 2998
+    refused(lambda: rotate_set(ledger, "h", cutoff="29990101"), "cutoff 2999-01-01 is in the future")
+    refused(lambda: burn(ledger, "h", "later", when=32_503_680_000), "a decision's time 3000-01-01T00:00:00Z is in the future")
+
+
+def test_an_entry_dated_before_what_it_records_is_refused_when_the_ledger_is_read(ledger):
+    create_set(ledger, "dev", "development", [task("d-1", "2025-06-01")], "timestamp_gated:x", cutoff="2025-03-10")
+    entry = next(ledger.entries("set")).data
+    ledger.append("set", {**entry, "name": "forged", "set_id": "forged@v1", "record": None,
+                          "tasks": [{**entry["tasks"][0], "instance_id": "d-2", "created_at": FUTURE}]})  # fmt: skip
+    refused(lambda: load_sets(ledger), "ledger entry 2", f"task d-2 of forged@v1 is dated {FUTURE}",
+            "after the entry was written")  # fmt: skip
+
+
+def test_an_entry_with_a_future_cutoff_or_decision_is_refused_when_the_ledger_is_read(tmp_path):
+    with Ledger(tmp_path / "a.sqlite") as first:
+        create_set(first, "dev", "development", [task("d-1", "2025-06-01")], "timestamp_gated:x", cutoff="2025-03-10")
+        entry = next(first.entries("set")).data
+        first.append("set", {**entry, "name": "forged", "set_id": "forged@v1", "record": None, "cutoff": "2999-01-01"})
+        refused(lambda: load_sets(first), "ledger entry 2", "the cutoff 2999-01-01 of forged@v1 is after the entry")
+    with Ledger(tmp_path / "b.sqlite") as second:
+        create_set(second, "dev", "development", [task("d-1", "2025-06-01")], "static:x")
+        [task_id] = resolve_set(second, "dev").record.task_ids
+        second.append("set", {"event": "burn", "name": "dev", "set_id": "dev@v1", "decision": "d",
+                              "when": 32_503_680_000, "task_ids": [task_id], "newly_burned": [task_id]})  # fmt: skip
+        refused(lambda: load_sets(second), "ledger entry 2", "the decision's time 3000-01-01T00:00:00Z is after the entry")
+
+
+def test_the_commands_refuse_future_dates_and_ambiguous_spellings_with_one_line(tmp_path, capsys):
+    led = ["--ledger", str(tmp_path / "l.sqlite")]
+    dataset = write_dataset(tmp_path / "d.jsonl", [task("ok-1", "2025-06-01"), task("late-1", FUTURE)])
+    code, out, err = run(capsys, "sets", "create", "s", "--role", "development", "--source", "static:x",
+                         "--dataset", str(dataset), *led)  # fmt: skip
+    assert code == 2 and out == ""
+    assert err.startswith(f"objective-score sets: error: {dataset}:2: task late-1 is dated in the future: "
+                          f"created_at '{FUTURE}'") and err.count("\n") == 1, err  # fmt: skip
+    code, _, err = run(capsys, "sets", "create", "s", "--role", "development", "--source", "static:x",
+                       "--dataset", str(dataset), "--instance-id", "ok-1", "--cutoff", "2999-01-01", *led)  # fmt: skip
+    assert code == 2 and "cutoff 2999-01-01 is in the future" in err
+    code, out, _ = run(capsys, "sets", "create", "s", "--role", "development", "--source", LIVE, "--dataset", str(dataset),
+                       "--instance-id", "ok-1", "--cutoff", "2025-W11-2", *led, "--json")  # fmt: skip
+    assert code == 0 and json.loads(out)["details"]["cutoff"] == "2025-03-11"
+    for argv, fragment in ((["sets", "gate", "s", "--cutoff", "2025-W11"], "a week, not a day"),
+                           (["sets", "burn", "s", "--decision", "d", "--when", "20250311"], "eight digits may be a basic date"),
+                           (["sets", "burn", "s", "--decision", "d", "--when", "2025-03"], "a month, not a day")):  # fmt: skip
+        with pytest.raises(SystemExit) as caught:
+            _parser().parse_args([*argv, *led])
+        assert caught.value.code == 2 and fragment in capsys.readouterr().err
+    code, _, err = run(capsys, "sets", "burn", "s", "--decision", "d", "--when", "2999-01-01", *led)
+    assert code == 2 and "a decision's time 2999-01-01T00:00:00Z is in the future" in err
+    code, out, _ = run(capsys, "sets", "burn", "s", "--decision", "d", "--when", "2025-W23-1", *led, "--json")
+    assert code == 0 and json.loads(out)["record"]["last_decision_use"] == 1748822400  # 2025-06-02T00:00:00Z
