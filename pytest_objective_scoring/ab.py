@@ -10,10 +10,10 @@ The records have exactly the spec's fields::
     Cost { tokens, calls, cpu, wall_time, dollars }
     ComparisonResult { delta, significant, recommendation }
 
-Everything beside them (the arms' kinds, the experiment identity, per-seed and per-task
-outcomes, the test used and its p-value, pass@k, admissibility, the claim level) lives in
-``details``. Statistics come from ``scipy.stats`` (imported when used); ``docs/ab.md``
-states the method and its assumptions. This module never imports pytest.
+Everything beside them (the arms' kinds and access, the experiment identity, per-seed and per-task
+outcomes, the tests used and their p-values, pass@k, admissibility, power, the claim level) lives in
+``details``. The statistics are in :mod:`.ab_inference`, the claim ladder in :mod:`.ab_claims`;
+``docs/ab.md`` states each method and its assumptions. This module never imports pytest.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ __all__ = [
     "Cost",
     "FrozenConfig",
     "Manifest",
+    "access_findings",
     "arm_statistics",
-    "claim_level",
     "compare",
     "manifest_digest",
     "parse_manifest",
@@ -112,11 +112,16 @@ class ABComparison:
 # ---------------------------------------------------------------------- the manifest
 
 
+ACCESS_FIELDS: Final = ("network", "repository_history", "hidden_tests", "gold")
+FORBIDDEN_ACCESS: Final = ("hidden_tests", "gold")  # RFC 6.5: an arm that could see these is never evidence
+
+
 @dataclass(frozen=True)
 class ArmSpec:
     name: str
     harness_version: str
     kind: str
+    access: Mapping[str, bool] | None = None  # what the solver could reach (ACCESS_FIELDS); None: undeclared
 
 
 @dataclass(frozen=True)
@@ -134,6 +139,8 @@ class Manifest:
     max_dollars_per_extra_resolve: float | None
     raw: Mapping[str, Any]
     model_training_cutoff: str | None = None
+    min_effect: float | None = None  # decision_rule.min_effect: the smallest uplift worth detecting
+    task_effect_sd: float = 0.3  # decision_rule.task_effect_sd: the assumed spread of per-task effects
 
     def arm(self, name: str) -> ArmSpec:
         for arm in self.arms:
@@ -198,7 +205,11 @@ def parse_manifest(data: Any, where: str) -> Manifest:
         kind = _need(arm, "kind", str, at)
         if kind not in ARM_KINDS:
             raise ABError(f"{at}: field 'kind': {kind!r} is not one of {', '.join(ARM_KINDS)}")
-        arms.append(ArmSpec(_need(arm, "name", str, at), _need(arm, "harness_version", str, at), kind))
+        unknown_keys = sorted(set(arm) - {"name", "harness_version", "kind", "access"})
+        if unknown_keys:
+            raise ABError(f"{at}: field {unknown_keys[0]!r} is not part of an arm (name, harness_version, kind, access)")
+        arms.append(ArmSpec(_need(arm, "name", str, at), _need(arm, "harness_version", str, at), kind,
+                            _access(arm.get("access"), at) if "access" in arm else None))  # fmt: skip
     if sorted(a.name for a in arms) != sorted(ARM_NAMES):
         raise ABError(f"{where}: field 'arms': the two arms must be named baseline and candidate")
     seeds = data.get("seeds")
@@ -217,6 +228,19 @@ def parse_manifest(data: Any, where: str) -> Manifest:
     cap = rule.get("max_dollars_per_extra_resolve")
     if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float)) or cap < 0):
         raise ABError(f"{where}: decision_rule.max_dollars_per_extra_resolve: expected dollars >= 0, got {cap!r}")
+    min_effect = rule.get("min_effect")
+    if min_effect is not None and (isinstance(min_effect, bool) or not isinstance(min_effect, (int, float))
+                                   or not 0 < min_effect <= 1):  # fmt: skip
+        raise ABError(f"{where}: decision_rule.min_effect: expected the smallest uplift worth detecting, in resolve-rate "
+                      f"points between 0 and 1 (0.05 is 5 points), got {min_effect!r}")  # fmt: skip
+    task_sd = rule.get("task_effect_sd", 0.3)
+    if isinstance(task_sd, bool) or not isinstance(task_sd, (int, float)) or not 0 <= task_sd <= 1:
+        raise ABError(f"{where}: decision_rule.task_effect_sd: expected the assumed spread of per-task effects, between "
+                      f"0 and 1, got {task_sd!r}")  # fmt: skip
+    unknown_rule = sorted(set(rule) - {"alpha", "max_dollars_per_extra_resolve", "min_effect", "task_effect_sd"})
+    if unknown_rule:
+        raise ABError(f"{where}: decision_rule.{unknown_rule[0]} is not part of a decision rule (alpha, "
+                      "max_dollars_per_extra_resolve, min_effect, task_effect_sd)")  # fmt: skip
     cutoff = data.get("model_training_cutoff")
     if cutoff is not None and (not isinstance(cutoff, str) or not cutoff.strip()):
         raise ABError(f"{where}: field 'model_training_cutoff': expected a date (the frozen model's training cutoff)")
@@ -236,7 +260,47 @@ def parse_manifest(data: Any, where: str) -> Manifest:
         max_dollars_per_extra_resolve=None if cap is None else float(cap),
         raw=dict(data),
         model_training_cutoff=cutoff,
+        min_effect=None if min_effect is None else float(min_effect),
+        task_effect_sd=float(task_sd),
     )
+
+
+def _access(value: Any, where: str) -> dict[str, bool]:
+    """An arm's declared access: every one of :data:`ACCESS_FIELDS`, each true or false."""
+    if not isinstance(value, Mapping):
+        raise ABError(f"{where}: field 'access': expected an object of {', '.join(ACCESS_FIELDS)} (each true or false)")
+    unknown = sorted(set(value) - set(ACCESS_FIELDS))
+    if unknown:
+        raise ABError(f"{where}: access.{unknown[0]} is not an access field ({', '.join(ACCESS_FIELDS)})")
+    missing = [key for key in ACCESS_FIELDS if key not in value]
+    if missing:
+        raise ABError(f"{where}: access.{missing[0]} is missing: declare what the solver could reach, every field "
+                      "(an undeclared access cannot be told from an unrestricted one)")  # fmt: skip
+    for key in ACCESS_FIELDS:
+        if not isinstance(value[key], bool):
+            raise ABError(f"{where}: access.{key}: expected true or false, got {value[key]!r}")
+    return {key: bool(value[key]) for key in ACCESS_FIELDS}
+
+
+def access_findings(manifest: Manifest) -> tuple[list[str], list[str]]:
+    """What the arms' declared access says about the evidence (RFC 5.3, 6.5): ``(invalid, quarantined)``
+    reasons. An arm that could reach hidden tests or the gold patch is invalid; an undeclared access,
+    or arms whose declared access differs, cannot establish parity: quarantined."""
+    invalid, quarantined = [], []
+    for arm in manifest.arms:
+        if arm.access is None:
+            quarantined.append(f"access_undeclared: arm {arm.name} does not declare what its solver could reach "
+                               f"({', '.join(ACCESS_FIELDS)})")  # fmt: skip
+            continue
+        for key in FORBIDDEN_ACCESS:
+            if arm.access[key]:
+                invalid.append(f"forbidden_access: arm {arm.name} could reach {key.replace('_', ' ')}")
+    declared = [a for a in manifest.arms if a.access is not None]
+    if len(declared) == 2 and declared[0].access != declared[1].access:
+        differ = [k for k in ACCESS_FIELDS if declared[0].access[k] != declared[1].access[k]]  # type: ignore[index]
+        quarantined.append(f"access_parity: the arms' declared access differs ({', '.join(differ)}): the same "
+                           "authority envelope is required of a matched comparison")  # fmt: skip
+    return invalid, quarantined
 
 
 def manifest_digest(data: Mapping[str, Any]) -> str:
@@ -258,60 +322,38 @@ def frozen_mismatches(declared: Mapping[str, Any], manifest: FrozenConfig) -> tu
 def arm_statistics(resolved: Sequence[int], tasks: int, alpha: float) -> tuple[float, float | None, tuple[float, float]]:
     """Mean resolve rate over seeds, its variance over seeds, and a (1 - alpha) interval.
 
-    Two or more seeds: the sample variance of the per-seed rates and Student's t interval
-    for their mean. One seed: no variance (``None``) and the Wilson score interval of that
-    seed's binomial proportion (the only uncertainty one seed can show).
+    ``variance`` is the sample variance of the per-seed rates (None with one seed). The interval
+    is about tasks, the sample: the Wilson score interval of the arm's resolve rate with the number
+    of tasks as its size (:func:`.ab_inference.arm_interval`): continuous in the data, never of zero
+    width, conservative (a task's mean over seeds has a variance of at most p(1 - p)).
     """
     from scipy import stats  # type: ignore[import-untyped]
 
+    from .ab_inference import arm_interval
+
     rates = [r / tasks for r in resolved]
     mean = sum(rates) / len(rates)
-    if len(rates) == 1:
-        ci = stats.binomtest(resolved[0], tasks).proportion_ci(confidence_level=1 - alpha, method="wilson")
-        return mean, None, (float(ci.low), float(ci.high))
-    variance = 0.0 if len(set(resolved)) == 1 else float(stats.tvar(rates))
-    if variance == 0:
-        # seeds that agree exactly give a zero-width t interval; the binomial uncertainty of the
-        # pooled counts is still there: the Wilson interval of all seeds together
-        ci = stats.binomtest(sum(resolved), tasks * len(resolved)).proportion_ci(confidence_level=1 - alpha, method="wilson")
-        return mean, 0.0, (float(ci.low), float(ci.high))
-    low, high = stats.t.interval(1 - alpha, len(rates) - 1, loc=mean, scale=stats.sem(rates))
-    return mean, variance, (max(0.0, float(low)), min(1.0, float(high)))
+    variance = None if len(rates) == 1 else (0.0 if len(set(resolved)) == 1 else float(stats.tvar(rates)))
+    return mean, variance, arm_interval(mean, tasks, alpha)
 
 
 def compare(baseline: Mapping[tuple[int, str], bool], candidate: Mapping[tuple[int, str], bool], seeds: Sequence[int],
             tasks: Sequence[str], alpha: float, admissible: bool) -> tuple[float, str, dict[str, Any]]:  # fmt: skip
     """Δ of the mean resolve rates (candidate − baseline) and whether it is significant.
 
-    Paired by task and seed: every (seed, task) pair was graded in both arms. The test is the
-    exact McNemar test on the discordant pairs (``scipy.stats.binomtest``: pairs only the
-    candidate resolved against pairs only the baseline resolved, p = 1/2 under no effect),
-    which needs no normality and no variance between seeds. ``yes`` needs p < alpha and at
-    least two seeds: one seed is one draw of a stochastic system, never significant whatever
-    its size. The paired t-test over per-seed rates (``scipy.stats.ttest_rel``) is reported
-    beside it as the variance-backed view. Evidence that is not admissible (unknown frozen
-    fields, quarantined runs) is ``undetermined``.
+    Tasks are the sample (:mod:`.ab_inference`): the primary test pairs the arms per task on their
+    per-task mean over seeds (exact sign-flip permutation test up to 16 tasks, standard errors
+    clustered by task beyond), with the interval of Δ from the same model. The McNemar test on the
+    pooled (seed, task) pairs and the paired t-test over seeds are reported as labelled secondary
+    views; neither decides. ``yes`` needs the primary p < alpha and at least two seeds (one seed is
+    one draw of a stochastic system). Evidence that is not admissible is ``undetermined``.
     """
-    from scipy import stats  # type: ignore[import-untyped]
+    from .ab_inference import paired_task_test, secondary_views, task_means
 
-    n = len(tasks)
-    base_counts = [sum(baseline[(s, t)] for t in tasks) for s in seeds]
-    cand_counts = [sum(candidate[(s, t)] for t in tasks) for s in seeds]
-    base, cand = [c / n for c in base_counts], [c / n for c in cand_counts]
-    delta = sum(cand) / len(cand) - sum(base) / len(base)
-    gained = sum(candidate[key] and not baseline[key] for key in baseline)
-    lost = sum(baseline[key] and not candidate[key] for key in baseline)
-    test: dict[str, Any] = {"test": "exact McNemar test on discordant task-seed pairs (scipy.stats.binomtest)",
-                            "p_value": None, "discordant": {"candidate_only": gained, "baseline_only": lost},
-                            "seeds": len(seeds), "alpha": alpha, "t_test_over_seeds": None}  # fmt: skip
-    if gained + lost:
-        test["p_value"] = float(stats.binomtest(gained, gained + lost, 0.5).pvalue)
-    else:
-        test["p_value"] = 1.0  # no pair differs: no evidence of any effect
-    differences = [c - b for b, c in zip(base_counts, cand_counts)]  # whole numbers: no rounding noise
-    if len(seeds) >= 2 and len(set(differences)) > 1:
-        result = stats.ttest_rel(cand, base)
-        test["t_test_over_seeds"] = {"p_value": float(result.pvalue), "statistic": float(result.statistic)}
+    primary = paired_task_test(task_means(baseline, seeds, tasks), task_means(candidate, seeds, tasks), alpha)
+    delta = primary["delta"]
+    test: dict[str, Any] = {**primary, "seeds": len(seeds), "primary": True,
+                            "secondary": secondary_views(baseline, candidate, seeds, tasks)}  # fmt: skip
     if len(seeds) < 2:
         test["note"] = "one seed: never significant (no replication)"
         significant = "no"
@@ -336,13 +378,15 @@ def pass_at_k(n: int, c: int, k: int) -> float | None:
 
 
 def recommend(delta: float, significant: str, cost_per_seed: Mapping[str, float | None], resolved_per_seed: Mapping[str, float],
-              max_dollars_per_extra_resolve: float | None, role: str = "regression") -> tuple[str, str]:  # fmt: skip
+              max_dollars_per_extra_resolve: float | None, role: str = "regression",
+              seeds: int | None = None) -> tuple[str, str]:  # fmt: skip
     """The Piper-rule verdict and why: keep only a significant gain whose cost does not swallow it.
 
     * undetermined evidence -> pare_back (nothing is promoted on inadmissible evidence);
     * a significant gain on a development set -> pare_back (promotion is the regression set's verdict);
     * significant and worse, or not significant and not better -> reject;
     * not significant but pointing up -> pare_back (indistinguishable from the baseline);
+    * significant and better with fewer than 5 seeds (``seeds``) -> pare_back (RFC 5.3);
     * significant and better -> keep, unless the cost swallows the gain: the candidate's
       extra dollars per extra resolved task exceed ``max_dollars_per_extra_resolve`` or,
       without that cap, its resolves per dollar are below the baseline's -> pare_back.
@@ -357,6 +401,9 @@ def recommend(delta: float, significant: str, cost_per_seed: Mapping[str, float 
         return "reject", "the change fails to move the resolve rate"
     if delta < 0:
         return "reject", "the change measurably harms the resolve rate"
+    if seeds is not None and seeds < PROMOTION_SEEDS:
+        return "pare_back", (f"{seeds} seed(s): keep needs at least {PROMOTION_SEEDS} (RFC 5.3), whatever the "
+                             "p-value")  # fmt: skip
     base_cost, cand_cost = cost_per_seed.get("baseline"), cost_per_seed.get("candidate")
     if base_cost is None or cand_cost is None:
         return "pare_back", "the gain is significant but the dollars are unknown: the cost cannot be weighed"
@@ -373,64 +420,6 @@ def recommend(delta: float, significant: str, cost_per_seed: Mapping[str, float 
         return "pare_back", (f"resolves per dollar fall from {base_rate:.4g} to {cand_rate:.4g}: the cost swallows the gain "
                              "(set decision_rule.max_dollars_per_extra_resolve to accept a price)")  # fmt: skip
     return "keep", "a significant gain, and resolves per dollar do not fall"
-
-
-# ---------------------------------------------------------------------- the claim ladder
-
-CLAIMS: Final = ("C0", "C1", "C2", "C3", "C4")
-
-
-def claim_level(details: Mapping[str, Any], record: Mapping[str, Any],
-                others: Sequence[Mapping[str, Any]] = ()) -> tuple[str, list[str]]:  # fmt: skip
-    """The highest claim (RFC section 4) the evidence supports, decided by rule, and why.
-
-    C0 every arm graded on every seed without an infrastructure failure; C1 a passive arm whose
-    every outcome equals the native baseline's; C2 admissible, at least five seeds, significant
-    uplift and keep; C3 C2 here and a C2 comparison of the same change on another benchmark
-    with the same sign; C4 is never reached from benchmark evidence alone.
-    """
-    reasons: list[str] = []
-    result = record["result"]
-    if details.get("infrastructure_failures"):
-        return "none", [f"{details['infrastructure_failures']} grading(s) were infrastructure failures: not even C0"]
-    level = "C0"
-    reasons.append("C0: every arm was graded on every seed, every task, with a verdict")
-    kinds = {a["name"]: a["kind"] for a in details["arm_kinds"]}
-    if kinds.get("candidate") == "passive" and kinds.get("baseline") == "native":
-        if details.get("outcomes_identical"):
-            level = "C1"
-            reasons.append("C1: the passive arm changed no outcome of the native baseline")
-        else:
-            reasons.append("not C1: the passive arm changed official outcomes")
-    c2 = (details.get("admissible") and len(record["seeds"]) >= PROMOTION_SEEDS and result["significant"] == "yes"
-          and result["delta"] > 0 and result["recommendation"] == "keep" and kinds.get("candidate") != "passive")  # fmt: skip
-    if c2:
-        level = "C2"
-        reasons.append(f"C2: admissible, {len(record['seeds'])} seeds, significant uplift, kept at its cost; "
-                       f"scoped to benchmark {details['benchmark']['id']}, model {record['frozen']['model']}, this harness and budget")  # fmt: skip
-    else:
-        why = []
-        if not details.get("admissible"):
-            why.append("the evidence is not admissible")
-        if len(record["seeds"]) < PROMOTION_SEEDS:
-            why.append(f"{len(record['seeds'])} seed(s), fewer than {PROMOTION_SEEDS}")
-        if result["significant"] != "yes" or result["delta"] <= 0:
-            why.append("no significant uplift")
-        elif result["recommendation"] != "keep":
-            why.append(f"the recommendation is {result['recommendation']}")
-        if kinds.get("candidate") == "passive":
-            why.append("a passive arm changes no decision: it cannot show uplift")
-        reasons.append("not C2: " + "; ".join(why))
-    if c2:
-        replicated = [o for o in others if o["details"]["benchmark"]["id"] != details["benchmark"]["id"]
-                      and o["record"]["change_under_test"] == record["change_under_test"] and o.get("claim_c2")]  # fmt: skip
-        if replicated:
-            level = "C3"
-            reasons.append("C3: replicated at C2 on " + ", ".join(sorted({o["details"]["benchmark"]["id"] for o in replicated})))
-        else:
-            reasons.append("not C3: no C2 replication of this change on another benchmark family in the ledger")
-    reasons.append("not C4: product promotion needs qualification outside benchmark evidence (RFC section 4)")
-    return level, reasons
 
 
 def record_fields() -> dict[str, list[str]]:

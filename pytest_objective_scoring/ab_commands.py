@@ -74,9 +74,19 @@ def cmd_preregister(args: argparse.Namespace) -> int:
 
     manifest, data = _load_manifest(args.manifest)
     digest = ab.manifest_digest(data)
+    invalid, _ = ab.access_findings(manifest)
+    if invalid:
+        raise _error(f"{args.manifest}: {invalid[0]}: a comparison where a solver could reach the expected answer can "
+                     "never be evidence (RFC 6.5: invalid); nothing was registered")  # fmt: skip
     with Ledger(_ledger(args)) as ledger:
         state = resolve_set(ledger, manifest.frozen.task_set)  # the task set must exist before anything runs
         _check_generalization(state, manifest)
+        eligible, excluded = _eligible_tasks(state, manifest)
+        power = design_power(manifest, len(eligible))
+        if manifest.min_effect is not None and power["problems"]:
+            raise _error(f"{args.manifest}: the design cannot reach C2, the claim its decision_rule.min_effect "
+                         f"({manifest.min_effect:g}) asks for: " + "; ".join(power["problems"])
+                         + ". Add tasks or seeds, or preregister it as exploratory (without min_effect)")  # fmt: skip
         earlier = _registered(ledger, manifest.name)
         if earlier is not None and earlier["digest"] != digest:
             changed = sorted(k for k in set(data) | set(earlier["manifest"]) if data.get(k) != earlier["manifest"].get(k))
@@ -87,14 +97,65 @@ def cmd_preregister(args: argparse.Namespace) -> int:
             entry_seq, created, note = earlier["seq"], earlier["created"], "already preregistered"
         else:
             entry = ledger.append("ab_manifest", {"name": manifest.name, "digest": digest, "manifest": data,
-                                                  "task_set": _pin(state)})  # fmt: skip
+                                                  "task_set": _pin(state), "power": power,
+                                                  "excluded_tasks": excluded})  # fmt: skip
             entry_seq, created, note = entry.seq, entry.created, "preregistered"
-    result = {"name": manifest.name, "digest": digest, "seq": entry_seq, "created": created, "status": note}
+    result = {"name": manifest.name, "digest": digest, "seq": entry_seq, "created": created, "status": note,
+              "power": power, "excluded_tasks": excluded}  # fmt: skip
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         print(f"{manifest.name}: {note} at ledger seq {entry_seq} ({created}); manifest {digest}")
+        print(power["statement"])
+        for task in excluded:
+            print(f"excluded: {task['instance_id']}: {'; '.join(task['why'])}")
     return 0
+
+
+def design_power(manifest: ab.Manifest, tasks: int) -> dict[str, Any]:
+    """What the design can detect (:func:`.ab_inference.minimum_detectable_effect`), and every reason
+    it cannot reach C2 (``problems``; judged against ``min_effect`` when the manifest names one)."""
+    from .ab_claims import C2_MIN_TASKS
+    from .ab_inference import minimum_detectable_effect
+
+    seeds = len(manifest.seeds)
+    found = minimum_detectable_effect(tasks, seeds, manifest.alpha, manifest.task_effect_sd)
+    problems = []
+    if tasks < C2_MIN_TASKS:
+        problems.append(f"{tasks} task(s), C2 needs at least {C2_MIN_TASKS}")
+    if seeds < ab.PROMOTION_SEEDS:
+        problems.append(f"{seeds} seed(s), C2 needs at least {ab.PROMOTION_SEEDS}")
+    if not found["reachable"]:
+        problems.append(found["why"])
+    elif manifest.min_effect is not None and found["mde"] > manifest.min_effect:
+        problems.append(f"the smallest effect it detects with {found['power']:.0%} power is {found['mde']:.3f} "
+                        f"({found['mde'] * 100:.1f} points), more than min_effect {manifest.min_effect:g}")  # fmt: skip
+    mde = (f"none: {found['why']}" if found["mde"] is None else
+           f"{found['mde']:.3f} ({found['mde'] * 100:.1f} resolve-rate points)")  # fmt: skip
+    statement = (f"power: {tasks} tasks x {seeds} seeds at alpha {manifest.alpha:g}: minimum detectable effect at "
+                 f"{found['power']:.0%} power {mde}; assuming per-task effects spread with sd {manifest.task_effect_sd:g} "
+                 "(decision_rule.task_effect_sd) and seed noise at its binary maximum; "
+                 + ("C2 within reach" if not problems and manifest.min_effect is not None else
+                    "exploratory: C2 needs decision_rule.min_effect" if manifest.min_effect is None else
+                    "C2 out of reach: " + "; ".join(problems)))  # fmt: skip
+    return {**found, "min_effect": manifest.min_effect, "problems": problems,
+            "powered": manifest.min_effect is not None and not problems, "statement": statement,
+            "why": "; ".join(problems) if problems else None}  # fmt: skip
+
+
+def _eligible_tasks(state: Any, manifest: ab.Manifest) -> tuple[list[tuple[str, str]], list[dict[str, Any]]]:
+    """The (task id, instance id) pairs a comparison grades, and the tasks it excludes with why: on a
+    holdout_live set, the tasks that fail the cutoff gate against the frozen model's training cutoff."""
+    tasks = sorted(state.instances.items(), key=lambda item: item[1])
+    if state.record.role != "holdout_live" or manifest.model_training_cutoff is None:
+        return tasks, []
+    from .sets import gate
+
+    result = gate(state, manifest.model_training_cutoff)
+    failing = {row.task_id: row for row in result.tasks if not row.eligible}
+    excluded = [{"task_id": t, "instance_id": i, "reasons": list(failing[t].reasons), "why": list(failing[t].why)}
+                for t, i in tasks if t in failing]  # fmt: skip
+    return [(t, i) for t, i in tasks if t not in failing], excluded
 
 
 def _pin(state: Any) -> dict[str, str]:
@@ -280,11 +341,10 @@ def check_pinned_predictions(pinned: dict[str, Any], arm: str, path: Path, finge
 
 def cmd_run(args: argparse.Namespace) -> int:
     from . import batch
-    from .cli import grade_jobs
+    from .cli import environments_of, grade_jobs, probe_environments
     from .instances import InstanceError, load_instances
-    from .cli import environments_of, probe_environments
     from .ledger import Ledger
-    from .sets import burn, resolve_set
+    from .sets import burn, resolve_set, task_id_of
 
     import importlib.util
 
@@ -314,9 +374,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not existing and task_set.record.role == "holdout_live" and task_set.record.burned:
             raise _error(f"task set {task_set.record.set_id} is a holdout_live set whose tasks were used in a decision: "
                          "rotate it (objective-score sets rotate) before another comparison")  # fmt: skip
-        if not existing:
+        if existing:  # the comparison is written: its tasks (burned since) are the ones it graded
+            excluded = list(existing[-1]["details"].get("excluded_tasks") or [])
+            graded_ids = {t["instance_id"] for t in excluded}
+            eligible = [(t, i) for t, i in sorted(task_set.instances.items(), key=lambda item: item[1]) if i not in graded_ids]
+        else:
             _check_generalization(task_set, manifest)
-        expected = set(task_set.instances.values())
+            eligible, excluded = _eligible_tasks(task_set, manifest)
+        expected = {instance_id for _, instance_id in eligible}
+        dropped = {t["instance_id"] for t in excluded}
         try:
             instances = [i for i in load_instances(args.dataset) if i.instance_id in expected]
         except InstanceError as exc:
@@ -324,46 +390,48 @@ def cmd_run(args: argparse.Namespace) -> int:
         absent = sorted(expected - {i.instance_id for i in instances})
         if absent:
             raise _error(f"--dataset {args.dataset} lacks task(s) of {task_set.record.set_id}: {', '.join(absent[:5])}")
-        from .sets import task_id_of
-
         changed = sorted(i.instance_id for i in instances if task_id_of(i) not in task_set.instances)
         if changed:
             raise _error(f"--dataset {args.dataset}: {', '.join(changed[:5])} differ(s) from the task set's content-addressed "
                          f"task(s) in {task_set.record.set_id}: the comparison would not grade the tasks the set holds")  # fmt: skip
         predictions, undeclared, fingerprints = [], set(), {}
-        pinned = _pinned_predictions(ledger, manifest.name)
+        pinned_predictions = _pinned_predictions(ledger, manifest.name)
         for arm, path in files.items():
             arm_predictions, per_seed, missing, fingerprints[arm] = _arm_predictions(path, arm, manifest)
-            if pinned is not None:  # before anything else is checked or graded
-                check_pinned_predictions(pinned, arm, path, fingerprints[arm])
+            if pinned_predictions is not None:  # before anything else is checked or graded
+                check_pinned_predictions(pinned_predictions, arm, path, fingerprints[arm])
             for seed in manifest.seeds:
-                got = per_seed.get(seed, set())
+                got = per_seed.get(seed, set()) - dropped  # an excluded holdout task's predictions are not graded
                 if got != expected:
                     lacking, extra = sorted(expected - got), sorted(got - expected)
                     raise _error(f"--arm {arm}={path}: seed {seed} does not cover the task set {task_set.record.set_id} exactly"
                                  + (f"; missing {', '.join(lacking[:5])}" if lacking else "")
                                  + (f"; not in the set {', '.join(extra[:5])}" if extra else ""))  # fmt: skip
-            predictions += arm_predictions
+            predictions += [p for p in arm_predictions if p.instance_id not in dropped]
             undeclared |= missing
         # each task's interpreter (or image): the same for both arms and every seed, checked before any grading
         assigned, environments = environments_of(instances, args)
-        probe_environments(list(assigned.values()), images=not args.scheduler)
+        versions = probe_environments(list(assigned.values()), images=not args.scheduler)
         interpreters = sorted({e.python or "" for e in assigned.values()})
         python = interpreters[0] if len(interpreters) == 1 and environments is None else None
+        digests = {path: v.get("packages_digest", "unknown") for path, v in versions.items()}
         settings = {"python": python, "timeout": float(manifest.frozen.timeout), "compat": args.compat or "strict",
                     "compute_rate": args.compute_rate if args.compute_rate is not None else _default_rate(),
-                    "network": False, "reruns": 0, "engine": getattr(args, "engine", "auto")}  # fmt: skip
+                    "network": False, "reruns": 0, "engine": getattr(args, "engine", "auto"),
+                    "environment_digests": digests}  # fmt: skip
         try:
             jobs = batch.plan_jobs(instances, predictions, Path(args.repos).resolve(), settings, assigned)
         except batch.BatchError as exc:
             raise _error(str(exc)) from None
         jobs_digest = _jobs_digest(jobs)
-        if existing and pinned is None and existing[-1].get("jobs_digest") != jobs_digest:
+        if existing and pinned_predictions is None and existing[-1].get("jobs_digest") != jobs_digest:
             # a comparison written before predictions were pinned: its jobs are the pin (patches, not cost fields)
             raise _error(f"experiment {manifest.name!r} already has its comparison: a preregistered experiment is "
                          "run once; the same predictions only read it back, other predictions are refused "
                          "(preregister a new experiment)")  # fmt: skip
-        if pinned is None and not existing:
+        if not existing:  # a resumed run grades in the environment the interrupted one graded in, or not at all
+            _check_resumed_environment(batch.recorded_jobs(ledger), jobs, digests)
+        if pinned_predictions is None and not existing:
             pin_predictions(ledger, manifest.name, digest, fingerprints)
         try:
             rows, _ = grade_jobs(ledger, jobs, settings, workers=args.workers, scheduler=args.scheduler, quiet=args.json)
@@ -382,19 +450,39 @@ def cmd_run(args: argparse.Namespace) -> int:
                              "run once; the same predictions only read it back, other predictions are refused "
                              "(preregister a new experiment)")  # fmt: skip
             output = {"name": manifest.name, **existing[-1], "resumed": True}
+            output["details"] = reassess(ledger, output["record"], output["details"], name=manifest.name)
             return _print(output, args)
-        record, details = summarize_comparison(manifest, task_set, by_prediction, sorted(undeclared),
+        record, details = summarize_comparison(manifest, eligible, task_set, by_prediction, sorted(undeclared),
                                                python or _per_instance(assigned, environments))  # fmt: skip
-        others = [e.data for e in ledger.entries("ab_comparison") if e.data["name"] != manifest.name]
-        level, reasons = ab.claim_level(details, record, others)
-        details.update(claim=level, claim_reasons=reasons)
+        details["excluded_tasks"] = excluded
+        details["power"] = registered.get("power") or design_power(manifest, len(eligible))
+        details["graded_runs"] = sorted(({"seq": row["ledger_seq"], "task_id": task_id_of(job.instance)}
+                                         for job in jobs for row in [rows[job.key]] if row.get("ledger_seq") is not None),
+                                        key=lambda r: r["seq"])  # fmt: skip
+        details = reassess(ledger, record, details, name=manifest.name, pending=True)
         # the decision burns its tasks first: a crash after this line leaves them burned (the safe side)
-        details["burned_now"] = burn(ledger, task_set.record.name, f"ab:{manifest.name}", list(task_set.instances))
+        details["burned_now"] = burn(ledger, task_set.record.name, f"ab:{manifest.name}", [i for _, i in eligible])
         entry = ledger.append("ab_comparison", {"name": manifest.name, "manifest_digest": digest, "record": record,
-                                                "details": details, "claim_c2": level in ("C2", "C3"),
+                                                "details": details, "claim_c2": details["claim"] in ("C2", "C3"),
                                                 "jobs_digest": jobs_digest})  # fmt: skip
     output = {"name": manifest.name, "seq": entry.seq, "record": record, "details": details}
     return _print(output, args)
+
+
+def _check_resumed_environment(done: dict[str, dict[str, Any]], jobs: Sequence[Any], digests: dict[str, str]) -> None:
+    """Refuse to go on grading an experiment whose earlier gradings ran in another environment (an
+    install between an interrupted run and its resume): both arms must be graded in one environment."""
+    for job in jobs:
+        recorded = done.get(job.key)
+        if recorded is None:
+            continue
+        then = recorded.get("environment_digest")
+        now = digests.get(job.python or "", "unknown")
+        if then != now:
+            raise _error(f"{job.instance.instance_id} ({job.prediction.model}) was graded at ledger seq {recorded['seq']} "
+                         f"in an environment with packages {then or 'not recorded'}; {job.python} has {now} now: the "
+                         "environment changed since the interrupted run. A comparison is graded in one environment: "
+                         "restore it, or preregister a new experiment")  # fmt: skip
 
 
 def _per_instance(assigned: dict[str, Any], environments: Any) -> str:
@@ -434,12 +522,14 @@ def _sum(values: Sequence[Any]) -> Any:
     return None if not values or any(v is None for v in values) else sum(values)
 
 
-def summarize_comparison(manifest: ab.Manifest, task_set: Any, by_prediction: dict[tuple[str, str], dict[str, Any]],
-                         undeclared: list[str], python: str) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
-    """The ABComparison record and its details from every graded prediction of both arms."""
+def summarize_comparison(manifest: ab.Manifest, eligible: Sequence[tuple[str, str]], task_set: Any,
+                         by_prediction: dict[tuple[str, str], dict[str, Any]], undeclared: list[str],
+                         python: str) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
+    """The ABComparison record and its details from every graded prediction of both arms, on the
+    ``eligible`` (task id, instance id) pairs."""
     from dataclasses import asdict
 
-    tasks = sorted(task_set.instances.values())
+    tasks = sorted(instance_id for _, instance_id in eligible)
     n = len(tasks)
     arms, per_seed, per_task, costs_per_seed = [], {}, {}, {}
     infra = 0
@@ -466,13 +556,10 @@ def summarize_comparison(manifest: ab.Manifest, task_set: Any, by_prediction: di
         costs_per_seed[spec.name] = None if cost.dollars is None else cost.dollars / len(manifest.seeds)
         per_task[spec.name] = {task: sum(outcomes[spec.name][(s, task)] == "resolved" for s in manifest.seeds) for task in tasks}
     reasons = []
-    quarantined: dict[str, int] = {}
-    for row in by_prediction.values():
-        if row.get("disposition") == "quarantined":
-            for code in row.get("reasons") or ["unknown"]:
-                quarantined[code] = quarantined.get(code, 0) + 1
-    if quarantined:
-        reasons.append("quarantined runs are not admissible: " + ", ".join(f"{code} ({count})" for code, count in sorted(quarantined.items())))
+    row_reasons = _quarantined_rows([row.get("disposition") for row in by_prediction.values()],
+                                    [row.get("reasons") for row in by_prediction.values()])  # fmt: skip
+    _, access_quarantined = ab.access_findings(manifest)
+    reasons += access_quarantined
     if undeclared:
         reasons.append(f"frozen fields not declared by the runs (unknown): {', '.join(undeclared)}")
     if infra:
@@ -481,13 +568,15 @@ def summarize_comparison(manifest: ab.Manifest, task_set: Any, by_prediction: di
     if manifest.arm("candidate").kind == "passive" and not identical:
         reasons.append("the passive candidate arm changed official outcomes: treatment integrity fails (a passive arm "
                        "observes and decides nothing)")  # fmt: skip
+    static_reasons = list(reasons)  # what no later audit changes; the rows' dispositions are re-read later
+    reasons += row_reasons
     admissible = not reasons
     resolved_pairs = {name: {key: value == "resolved" for key, value in outcomes[name].items()} for name in outcomes}
     delta, significant, test = ab.compare(resolved_pairs["baseline"], resolved_pairs["candidate"], manifest.seeds, tasks,
                                           manifest.alpha, admissible)  # fmt: skip
     mean_resolved = {name: sum(c) / len(c) for name, c in per_seed.items()}
     recommendation, why = ab.recommend(delta, significant, costs_per_seed, mean_resolved, manifest.max_dollars_per_extra_resolve,
-                                       task_set.record.role)  # fmt: skip
+                                       task_set.record.role, seeds=len(manifest.seeds))  # fmt: skip
     record = ab.ABComparison(manifest.change_under_test, manifest.frozen, tuple(arms), manifest.seeds,
                              ab.ComparisonResult(delta, significant, recommendation))  # fmt: skip
     seeds = len(manifest.seeds)
@@ -497,9 +586,12 @@ def summarize_comparison(manifest: ab.Manifest, task_set: Any, by_prediction: di
         "benchmark": dict(manifest.benchmark),
         "task_set": task_set.record.set_id,
         "tasks": n,
+        "task_digests": sorted(task_id for task_id, _ in eligible),
         "arm_kinds": [asdict(a) for a in manifest.arms],
         "admissible": admissible,
         "inadmissible_because": reasons,
+        "inadmissible_fixed": static_reasons,
+        "environment_parity": environment_parity(manifest, tasks, by_prediction),
         "infrastructure_failures": infra,
         "test": test,
         "recommendation_because": why,
@@ -518,6 +610,140 @@ def summarize_comparison(manifest: ab.Manifest, task_set: Any, by_prediction: di
         ],  # fmt: skip
     }
     return record.to_dict(), details
+
+
+def _quarantined_rows(dispositions: Sequence[str | None], reasons: Sequence[Sequence[str] | None]) -> list[str]:
+    """One line per disposition that makes runs inadmissible, with every reason code and its count."""
+    lines = []
+    for kind in ("invalid", "quarantined"):
+        counts: dict[str, int] = {}
+        for disposition, codes in zip(dispositions, reasons):
+            if disposition == kind:
+                for code in codes or ["unknown"]:
+                    counts[code] = counts.get(code, 0) + 1
+        if counts:
+            lines.append(f"{kind} runs are not admissible: " + ", ".join(f"{code} ({n})" for code, n in sorted(counts.items())))
+    return lines
+
+
+def environment_parity(manifest: ab.Manifest, tasks: Sequence[str],
+                       by_prediction: dict[tuple[str, str], dict[str, Any]]) -> dict[str, Any]:  # fmt: skip
+    """Whether every grading of a task, in both arms and on every seed, ran in one environment (the
+    interpreter's installed packages, probed before the run and recorded with each grading)."""
+    per_arm: dict[str, set[str]] = {}
+    differing = []
+    for task in tasks:
+        seen = set()
+        for spec in manifest.arms:
+            for seed in manifest.seeds:
+                row = by_prediction[(f"ab:{manifest.name}/{spec.name}/seed{seed}", task)]
+                value = str(row.get("environment_digest") or "unknown")
+                seen.add(value)
+                per_arm.setdefault(spec.name, set()).add(value)
+        if len(seen) > 1:
+            differing.append(task)
+    unknown = any("unknown" in values for values in per_arm.values())
+    why = None
+    if differing:
+        why = f"{len(differing)} task(s) graded in different environments across arms or seeds: {', '.join(differing[:5])}"
+    elif unknown:
+        why = "an environment's packages could not be recorded (an image, or an interpreter too old to list them)"
+    return {"identical": not differing and not unknown, "digests": {k: sorted(v) for k, v in per_arm.items()}, "why": why}
+
+
+def reassess(ledger: Any, record: dict[str, Any], details: dict[str, Any], *, name: str,
+             pending: bool = False) -> dict[str, Any]:  # fmt: skip
+    """The comparison's details with its claim recomputed against the ledger now (the runs' dispositions
+    under the current audits, every experiment on the same change, replications elsewhere); a claim
+    lower than the one stored is a downgrade, and says why. ``pending``: the comparison being written."""
+    from .ab_claims import LEVELS, c2_blockers, claim_level
+    from .audit_ledger import audits
+    from .integrity import recombine
+
+    details = dict(details)
+    stored = None if pending else details.get("claim")
+    graded = details.get("graded_runs")
+    if graded is not None:  # re-read every run's disposition under the task's audit as it stands now
+        recorded_audits = audits(ledger)
+        wanted = {r["seq"]: r["task_id"] for r in graded}
+        dispositions, codes = [], []
+        for entry in ledger.entries("score"):
+            if entry.seq in wanted:
+                data = entry.data
+                state, reasons, _ = recombine([*(data.get("reasons") or []), *(data.get("info") or [])],
+                                              data.get("disposition"), _audit_for(recorded_audits, wanted[entry.seq]))  # fmt: skip
+                dispositions.append(state)
+                codes.append(reasons)
+        now = [*(details.get("inadmissible_fixed") or []), *_quarantined_rows(dispositions, codes)]
+        details["inadmissible_because"], details["admissible"] = now, not now
+    family = experiment_family(ledger, record["change_under_test"], name, record, details)
+    adjusted = family["holm"]
+    details["family"] = {k: v for k, v in family.items() if k not in ("holm", "comparisons")}
+    holm_p = adjusted.get(name)
+    replications = []
+    for other in family["comparisons"]:
+        if other["name"] == name:
+            continue
+        blockers = c2_blockers(other["details"], other["record"], adjusted.get(other["name"]))
+        replications.append({"name": other["name"], "benchmark": other["details"]["benchmark"]["id"],
+                             "task_digests": other["details"].get("task_digests"), "c2": not blockers})  # fmt: skip
+    level, reasons = claim_level(details, record, holm_p=holm_p, replications=replications)
+    details["holm_p_value"] = holm_p
+    details["claim"], details["claim_reasons"] = level, reasons
+    details.pop("claim_downgraded", None)
+    if stored in LEVELS and LEVELS.index(level) < LEVELS.index(stored):
+        details["claim_downgraded"] = {"from": stored, "to": level,
+                                       "because": [r for r in reasons if r.startswith("not ")]}  # fmt: skip
+    if not pending and stored is not None:
+        details["claim_when_written"] = stored
+    return details
+
+
+def _audit_for(recorded_audits: Sequence[dict[str, Any]], task_id: str) -> dict[str, Any]:
+    import time
+
+    from .integrity import audit_state
+
+    return audit_state(recorded_audits, task_id, int(time.time()))
+
+
+def experiment_family(ledger: Any, change: str, name: str, record: dict[str, Any], details: dict[str, Any]) -> dict[str, Any]:
+    """Every experiment preregistered on ``change`` (this one included, whatever became of them):
+    each one's status and primary p-value, Holm-adjusted over all of them (one not yet run counts as p = 1)."""
+    from .ab_inference import holm
+
+    manifests: dict[str, dict[str, Any]] = {}
+    for entry in ledger.entries("ab_manifest"):
+        data = entry.data
+        if data["manifest"].get("change_under_test") == change:
+            manifests.setdefault(data["name"], {"seq": entry.seq, "benchmark": (data["manifest"].get("benchmark") or {}).get("id")})
+    comparisons: dict[str, dict[str, Any]] = {}
+    for entry in ledger.entries("ab_comparison"):
+        if entry.data["name"] in manifests or entry.data["name"] == name:
+            comparisons[entry.data["name"]] = {"name": entry.data["name"], "record": entry.data["record"],
+                                               "details": entry.data["details"]}  # fmt: skip
+    comparisons[name] = {"name": name, "record": record, "details": details}
+    manifests.setdefault(name, {"seq": None, "benchmark": details["benchmark"]["id"]})
+    p_values = {n: _primary_p(comparisons[n]["details"]) if n in comparisons else None for n in manifests}
+    adjusted = holm(p_values)
+    members = []
+    for member, info in sorted(manifests.items(), key=lambda item: (item[1]["seq"] is None, item[1]["seq"] or 0)):
+        found = comparisons.get(member)
+        result = found["record"]["result"] if found else {}
+        members.append({"name": member, "benchmark": info["benchmark"], "preregistered_seq": info["seq"],
+                        "status": "compared" if found else "preregistered, not run", "delta": result.get("delta"),
+                        "significant": result.get("significant"), "recommendation": result.get("recommendation"),
+                        "p_value": p_values[member], "holm_p_value": adjusted[member],
+                        "claim_when_written": (found["details"].get("claim") if found and member != name else None)})  # fmt: skip
+    return {"change_under_test": change, "experiments": len(members), "members": members, "holm": adjusted,
+            "comparisons": list(comparisons.values()),
+            "correction": "Holm step-down over every experiment preregistered on this change (not run: p = 1)"}
+
+
+def _primary_p(details: dict[str, Any]) -> float | None:
+    test = details.get("test") or {}
+    value = test.get("p_value")
+    return None if value is None else float(value)
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -552,9 +778,31 @@ def _comparison_table(output: dict[str, Any]) -> None:
     p = "" if test["p_value"] is None else f", p = {test['p_value']:.4g}"
     console.print(f"delta {result['delta']:+.1%}; significant: {result['significant']} ({test['test']}{p})", soft_wrap=True)
     console.print(f"recommendation: {result['recommendation']} ({details['recommendation_because']})", soft_wrap=True)
+    if test.get("interval"):
+        low, high = test["interval"]
+        console.print(f"interval of delta (1 - alpha, same model): [{low:+.1%}, {high:+.1%}]", soft_wrap=True)
+    for view in (test.get("secondary") or {}).values():
+        shown = "n/a" if view.get("p_value") is None else f"{view['p_value']:.4g}"
+        console.print(f"secondary (not decided on): {view['test']}: p = {shown}; assumes {view['assumes']}", soft_wrap=True)
     for reason in details["inadmissible_because"]:
         console.print(f"not admissible: {reason}", soft_wrap=True)
+    for task in details.get("excluded_tasks") or []:
+        console.print(f"excluded: {task['instance_id']}: {'; '.join(task['why'])}", soft_wrap=True)
+    family = details.get("family") or {}
+    if family.get("experiments", 0) > 1:
+        console.print(f"every experiment on {family['change_under_test']!r} ({family['correction']}):", soft_wrap=True)
+        for member in family["members"]:
+            p_text = "n/a" if member["p_value"] is None else f"{member['p_value']:.4g}"
+            console.print(f"  {member['name']} [{member['benchmark']}]: {member['status']}, recommendation "
+                          f"{member['recommendation'] or '-'}, p = {p_text}, Holm p = {member['holm_p_value']:.4g}",
+                          soft_wrap=True)  # fmt: skip
     console.print(f"claim level: {details['claim']}")
+    for reason in details.get("claim_reasons") or []:
+        console.print(f"  {reason}", soft_wrap=True)
+    downgrade = details.get("claim_downgraded")
+    if downgrade:
+        console.print(f"DOWNGRADED from {downgrade['from']} (when written) to {downgrade['to']}: "
+                      + "; ".join(downgrade["because"]), soft_wrap=True)  # fmt: skip
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -572,12 +820,14 @@ def _latest(args: argparse.Namespace) -> dict[str, Any]:
     path = _ledger(args)
     if not path.exists():
         raise _error(f"--ledger {path}: no such ledger")
-    with Ledger(path) as ledger:
+    with Ledger(path, read_only=True) as ledger:
         found = [{"seq": e.seq, **e.data} for e in ledger.entries("ab_comparison") if e.data["name"] == args.name]
         names = sorted({e.data["name"] for e in ledger.entries("ab_comparison")})
-    if not found:
-        raise _error(f"no comparison named {args.name!r} in {path} (comparisons: {', '.join(names) or 'none'})")
-    return found[-1]
+        if not found:
+            raise _error(f"no comparison named {args.name!r} in {path} (comparisons: {', '.join(names) or 'none'})")
+        latest = found[-1]  # its claim as the ledger stands now, not as it stood when it was written
+        latest["details"] = reassess(ledger, latest["record"], latest["details"], name=args.name)
+    return latest
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -72,8 +72,11 @@ def markdown(output: Mapping[str, Any], images: Mapping[str, str] | None = None)
         "",
         f"**Change under test:** {record['change_under_test']}",
         "",
-        f"**Claim level supported: {details['claim']}**",
+        f"**Claim level supported: {details['claim']}** (recomputed from the ledger when this report was written)",
         "",
+        *([f"**Downgraded** from {details['claim_downgraded']['from']} (when the comparison was written) to "
+           f"{details['claim_downgraded']['to']}: " + "; ".join(details["claim_downgraded"]["because"]), ""]
+          if details.get("claim_downgraded") else []),
         *[f"- {reason}" for reason in details["claim_reasons"]],
         "",
         f"Benchmark `{details['benchmark']['id']}` revision `{details['benchmark']['revision']}`, metric space "
@@ -106,9 +109,16 @@ def markdown(output: Mapping[str, Any], images: Mapping[str, str] | None = None)
         "## Result",
         "",
         f"- delta (candidate − baseline, mean resolve rate): **{result['delta']:+.1%}**",
-        f"- significant: **{result['significant']}** — {test['test']}, p = {p_value}, alpha = {test['alpha']}",
+        f"- significant: **{result['significant']}** — {test['test']}, p = {p_value}, alpha = {test['alpha']}"
+        + (f"; interval of delta [{test['interval'][0]:+.1%}, {test['interval'][1]:+.1%}] from the same model"
+           if test.get("interval") else ""),
+        *[f"- secondary view, not decided on: {view['test']}: p = {_num(view.get('p_value'), '.4g')} (assumes "
+          f"{view['assumes']})" for view in (test.get("secondary") or {}).values()],
         *([f"- paired t-test over the per-seed rates: p = {test['t_test_over_seeds']['p_value']:.4g}"]
           if test.get("t_test_over_seeds") else []),
+        *([f"- {details['power']['statement']}"] if (details.get("power") or {}).get("statement") else []),
+        *[f"- excluded (failed the cutoff gate): {t['instance_id']}: {'; '.join(t['why'])}"
+          for t in details.get("excluded_tasks") or []],
         f"- recommendation: **{result['recommendation']}** — {details['recommendation_because']}",
         *[f"- not admissible: {reason}" for reason in details["inadmissible_because"]],
         "",
@@ -117,6 +127,15 @@ def markdown(output: Mapping[str, Any], images: Mapping[str, str] | None = None)
                     for arm, values in details["pass_at_k"].items()),  # fmt: skip
         "",
     ]
+    family = details.get("family") or {}
+    if family.get("members"):
+        lines += [f"## Every experiment on this change ({family['experiments']})", "",
+                  f"{family['correction']}. Nulls and rejections are listed: a claim counts them all.", "",
+                  "| experiment | benchmark | status | delta | recommendation | p | Holm p |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+        for member in family["members"]:
+            lines.append(f"| {member['name']} | `{member['benchmark']}` | {member['status']} | {_num(member['delta'], '+.1%')} | "
+                         f"{member['recommendation'] or '-'} | {_num(member['p_value'], '.4g')} | {member['holm_p_value']:.4g} |")
+        lines.append("")
     if images:
         lines += ["## Plots", "", *[f"![{name}]({src})" for name, src in images.items()], ""]
     return "\n".join(lines)

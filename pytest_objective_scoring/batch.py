@@ -417,6 +417,8 @@ def _batch_of(payload: Mapping[str, Any]) -> dict[str, Any]:
             "environment": payload.get("environment") or None}  # fmt: skip
     if payload.get("image") is not None:
         data["image"] = payload["image"]
+    if payload.get("environment_digests"):  # what was installed where it ran, probed before the batch (ab run)
+        data["environment_digest"] = payload["environment_digests"].get(payload.get("python") or "") or "unknown"
     return data
 
 
@@ -469,6 +471,8 @@ def record_result(ledger: Ledger, envelope: Mapping[str, Any]) -> int:
              "environment": batch.get("environment")}  # fmt: skip
     if batch.get("image") is not None:
         extra["image"] = batch["image"]
+    if batch.get("environment_digest") is not None:
+        extra["environment_digest"] = batch["environment_digest"]
     return ledger.append_linked(run_entries(envelope, "grade-batch", extra))[0].seq
 
 
@@ -492,7 +496,9 @@ def result_row(job: Job, envelope: Mapping[str, Any] | None, recorded: Mapping[s
             "resumed": False,
             "job_key": job.key,
             **environment_fields(job),
-        }
+            **({"environment_digest": envelope["batch"]["environment_digest"]}
+               if "environment_digest" in (envelope.get("batch") or {}) else {}),
+        }  # fmt: skip
     assert recorded is not None
     return {
         "instance_id": job.instance.instance_id,
@@ -508,6 +514,7 @@ def result_row(job: Job, envelope: Mapping[str, Any] | None, recorded: Mapping[s
         "resumed": True,
         "job_key": job.key,
         **environment_fields(job),
+        **({"environment_digest": recorded["environment_digest"]} if "environment_digest" in recorded else {}),
     }
 
 

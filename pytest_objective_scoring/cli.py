@@ -1015,6 +1015,10 @@ def grade_jobs(
                     execute(mine, False)
     except batch.BatchError as exc:
         raise CommandError(str(exc)) from None
+    except LedgerError as exc:  # a claim could not be written: what was recorded stays, the rest waits for a rerun
+        raise CommandError(f"--ledger {ledger.path}: a job could not be claimed ({ledger_problem(exc, ledger.path)}); "
+                           f"{len(rows)} result(s) are in the report, the rest are not graded: run the command again "
+                           "to finish") from None  # fmt: skip
     finally:
         signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
     return rows, graded
@@ -1381,7 +1385,10 @@ def cmd_scorecard(args: argparse.Namespace) -> int:
             raise CommandError("usage: objective-score scorecard diff RUN_A RUN_B")
         a, b = select_scorecards(entries, words[1]), select_scorecards(entries, words[2])
         _one_benchmark([*a, *b], "scorecard diff")
-        result = sc.diff([e["scorecard"] for e in a], [e["scorecard"] for e in b])
+        try:
+            result = sc.diff([e["scorecard"] for e in a], [e["scorecard"] for e in b])
+        except sc.ScorecardError as exc:  # nothing to pair: bad input, one line
+            raise CommandError(str(exc)) from None
         result["selectors"] = {"a": words[1], "b": words[2]}
         if args.json:
             print(json.dumps(result, indent=2, ensure_ascii=False))

@@ -43,7 +43,20 @@ PROBE_TIMEOUT: Final = 60.0
 FROM_FLAG: Final = "--python"
 FROM_DEFAULT: Final = "this interpreter (the default)"
 FROM_IMAGE: Final = "--image"
-PROBE: Final = "import sys, pytest; sys.stdout.write('%d.%d.%d %s' % (tuple(sys.version_info[:3]) + (pytest.__version__,)))"
+# the interpreter's versions and a digest of every installed distribution (name==version, sorted): an
+# install between two gradings changes it (any Python from 3.6: importlib.metadata, else pkg_resources)
+PROBE: Final = """import sys, hashlib, pytest
+try:
+    import importlib.metadata as metadata
+    found = ['%s==%s' % (d.metadata['Name'], d.version) for d in metadata.distributions()]
+except Exception:
+    try:
+        import pkg_resources
+        found = ['%s==%s' % (d.project_name, d.version) for d in pkg_resources.working_set]
+    except Exception:
+        found = None
+digest = 'unknown' if found is None else 'sha256:' + hashlib.sha256('\\n'.join(sorted(set(found))).encode('utf-8')).hexdigest()
+sys.stdout.write('%d.%d.%d %s %s' % (tuple(sys.version_info[:3]) + (pytest.__version__, digest)))"""
 
 
 class EnvironmentsError(ValueError):
@@ -249,25 +262,31 @@ def assign(
 
 def probe(python: str) -> tuple[str | None, str | None, str | None]:
     """Run ``python -I -c 'import pytest'``: (python version, pytest version, None) or (None, None, what failed)."""
+    found = probe_environment(python)
+    return found[0], found[1], found[3]
+
+
+def probe_environment(python: str) -> tuple[str | None, str | None, str | None, str | None]:
+    """(python version, pytest version, packages digest, None), or (None, None, None, what failed)."""
     from .workspace import base_env
 
     try:
         done = subprocess.run([python, "-I", "-c", PROBE], capture_output=True, text=True, errors="replace",
                               timeout=PROBE_TIMEOUT, env=base_env(), stdin=subprocess.DEVNULL)  # fmt: skip
     except subprocess.TimeoutExpired:
-        return None, None, f"did not answer within {PROBE_TIMEOUT:g}s"
+        return None, None, None, f"did not answer within {PROBE_TIMEOUT:g}s"
     except OSError as exc:
-        return None, None, f"cannot be run ({exc.strerror})"
+        return None, None, None, f"cannot be run ({exc.strerror})"
     parts = done.stdout.strip().split(" ")
-    if done.returncode != 0 or len(parts) != 2:
+    if done.returncode != 0 or len(parts) != 3:
         last = ((done.stderr or done.stdout).strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-        return None, None, last[:200]
-    return parts[0], parts[1], None
+        return None, None, None, last[:200]
+    return parts[0], parts[1], parts[2], None
 
 
 def probe_all(environments: Sequence[Environment]) -> dict[str, dict[str, str]]:
     """Run every interpreter of this machine among ``environments`` once (a few at a time); returns
-    ``{path: {"python_version", "pytest_version"}}`` or raises :class:`EnvironmentsError` naming, one
+    ``{path: {"python_version", "pytest_version", "packages_digest"}}`` or raises :class:`EnvironmentsError` naming, one
     line each, every interpreter that cannot import pytest and where it came from."""
     sources: dict[str, list[str]] = {}
     for environment in environments:
@@ -278,10 +297,10 @@ def probe_all(environments: Sequence[Environment]) -> dict[str, dict[str, str]]:
                 sources[environment.python].append(environment.source)
     paths = sorted(sources)
     with ThreadPoolExecutor(max_workers=min(4, max(1, len(paths)))) as pool:
-        results = dict(zip(paths, pool.map(probe, paths)))
+        results = dict(zip(paths, pool.map(probe_environment, paths)))
     problems, versions = [], {}
     for path in paths:
-        python_version, pytest_version, failure = results[path]
+        python_version, pytest_version, packages, failure = results[path]
         if failure is not None:
             where = sources[path][0]
             where = f"--python {path}" if where in (FROM_FLAG, FROM_DEFAULT) else f"{where}: python {path}"
@@ -289,7 +308,8 @@ def probe_all(environments: Sequence[Environment]) -> dict[str, dict[str, str]]:
                             "pytest (6.0 or later)")  # fmt: skip
         else:
             assert python_version is not None and pytest_version is not None
-            versions[path] = {"python_version": python_version, "pytest_version": pytest_version}
+            versions[path] = {"python_version": python_version, "pytest_version": pytest_version,
+                              "packages_digest": packages or "unknown"}  # fmt: skip
     if problems:
         raise EnvironmentsError("\n".join(problems))
     return versions

@@ -17,13 +17,14 @@ scipy_stats = pytest.importorskip("scipy.stats", reason="scipy is a test depende
 
 FROZEN = {"model": "model-x-2026-01", "temperature": 0.2, "token_budget": 200000, "tool_budget": 50,
           "task_set": "regression", "environment_image": "python:3.11-fixtures", "timeout": 120, "candidate_count": 1}  # fmt: skip
+ACCESS = {"network": False, "repository_history": False, "hidden_tests": False, "gold": False}
 MANIFEST = {
     "name": "exp-1",
     "benchmark": {"id": "fixtures", "revision": "1", "metric_space": "binary_resolved"},
     "change_under_test": "localization subsystem v2",
     "frozen": FROZEN,
-    "arms": [{"name": "baseline", "harness_version": "h-1.0", "kind": "native"},
-             {"name": "candidate", "harness_version": "h-1.1", "kind": "governed"}],
+    "arms": [{"name": "baseline", "harness_version": "h-1.0", "kind": "native", "access": ACCESS},
+             {"name": "candidate", "harness_version": "h-1.1", "kind": "governed", "access": ACCESS}],
     "seeds": [1, 2, 3, 4, 5],
     "primary_metric": "resolve_rate",
     "decision_rule": {"alpha": 0.05},
@@ -115,14 +116,24 @@ def test_the_spec_example_five_seeds_each_is_a_paired_yes_and_agrees_with_scipy(
     baseline, candidate = [33, 36, 35, 34, 37], [36, 39, 38, 40, 37]
     delta, significant, test = ab.compare(pairs(baseline), pairs(candidate), [1, 2, 3, 4, 5], TASKS, 0.05, admissible=True)
     assert delta == pytest.approx(0.03) and significant == "yes"
-    assert test["discordant"] == {"candidate_only": 15, "baseline_only": 0}
-    assert test["p_value"] == pytest.approx(scipy_stats.binomtest(15, 15, 0.5).pvalue)
-    expected = scipy_stats.ttest_rel([c / 100 for c in candidate], [b / 100 for b in baseline])
-    assert test["t_test_over_seeds"] == {"p_value": pytest.approx(expected.pvalue), "statistic": pytest.approx(expected.statistic)}
+    # the primary test: tasks are the sample, each task's mean over the five seeds, paired per task
+    per_task = [sum(i < c for c in candidate) / 5 - sum(i < b for b in baseline) / 5 for i in range(100)]
+    expected = scipy_stats.ttest_1samp(per_task, 0.0)
+    assert "clustered by task" in test["test"] and test["tasks"] == 100
+    assert test["p_value"] == pytest.approx(expected.pvalue) and test["statistic"] == pytest.approx(expected.statistic)
+    interval = expected.confidence_interval(0.95)
+    assert test["interval"] == pytest.approx([interval.low, interval.high])
+    # the secondary views, labelled and computed as before
+    mcnemar, t_test = test["secondary"]["mcnemar_pooled_pairs"], test["secondary"]["t_test_over_seeds"]
+    assert mcnemar["discordant"] == {"candidate_only": 15, "baseline_only": 0} and "independent" in mcnemar["assumes"]
+    assert mcnemar["p_value"] == pytest.approx(scipy_stats.binomtest(15, 15, 0.5).pvalue)
+    over_seeds = scipy_stats.ttest_rel([c / 100 for c in candidate], [b / 100 for b in baseline])
+    assert t_test["p_value"] == pytest.approx(over_seeds.pvalue) and t_test["statistic"] == pytest.approx(over_seeds.statistic)
     mean, variance, (low, high) = ab.arm_statistics(candidate, 100, 0.05)
     rates = [c / 100 for c in candidate]
     assert mean == pytest.approx(0.38) and variance == pytest.approx(scipy_stats.tvar(rates))
-    assert (low, high) == pytest.approx(scipy_stats.t.interval(0.95, 4, loc=0.38, scale=scipy_stats.sem(rates)))
+    wilson = scipy_stats.binomtest(38, 100).proportion_ci(confidence_level=0.95, method="wilson")
+    assert (low, high) == pytest.approx((wilson.low, wilson.high)), "the arm interval is about tasks: Wilson over 100 tasks"
 
 
 def test_a_three_point_difference_on_one_seed_is_never_yes():
@@ -135,20 +146,42 @@ def test_a_three_point_difference_on_one_seed_is_never_yes():
     assert ab.compare(pairs([0]), pairs([100]), [1], TASKS, 0.05, admissible=True)[1] == "no"
 
 
-def test_the_same_three_points_held_over_five_seeds_can_be_yes_two_seeds_of_one_point_cannot():
-    assert ab.compare(pairs([35] * 5), pairs([38] * 5), [1, 2, 3, 4, 5], TASKS, 0.05, admissible=True)[1] == "yes"
+def test_seeds_add_no_significance_without_tasks():
+    # three tasks of 100 always gained: over one seed or five, it is three tasks (the pooled view said "yes")
+    five = ab.compare(pairs([35] * 5), pairs([38] * 5), [1, 2, 3, 4, 5], TASKS, 0.05, admissible=True)
+    fifty = ab.compare(pairs([35] * 50), pairs([38] * 50), list(range(1, 51)), TASKS, 0.05, admissible=True)
+    assert five[1] == fifty[1] == "no" and five[2]["p_value"] == pytest.approx(fifty[2]["p_value"])
+    assert five[2]["p_value"] > 0.05
+    assert fifty[2]["secondary"]["mcnemar_pooled_pairs"]["p_value"] < 1e-40, "the pooled view grows with free seeds"
+    # the same three points spread over 30 tasks gained and none lost: that is evidence
+    spread = {(s, t): i < 35 for s in range(1, 6) for i, t in enumerate(TASKS)}
+    gained = {(s, t): i < 35 or (35 <= i < 65 and (s + i) % 10 == 0) for s in range(1, 6) for i, t in enumerate(TASKS)}
+    assert ab.compare(spread, gained, [1, 2, 3, 4, 5], TASKS, 0.05, admissible=True)[1] == "yes"
     two = ab.compare(pairs([35, 35]), pairs([36, 36]), [1, 2], TASKS, 0.05, admissible=True)
-    assert two[1] == "no" and two[2]["p_value"] == pytest.approx(0.5)  # 2 discordant pairs prove nothing
+    assert two[1] == "no" and two[2]["p_value"] > 0.3  # one task gained: nothing proven
     # the same mean gain made of many wins and losses: drowned in noise
     noisy_base = {(s, t): (i + s) % 2 == 0 for s in range(1, 6) for i, t in enumerate(TASKS)}
     noisy_cand = {(s, t): (i + s) % 2 == 1 or i < 3 for s in range(1, 6) for i, t in enumerate(TASKS)}
     assert ab.compare(noisy_base, noisy_cand, [1, 2, 3, 4, 5], TASKS, 0.05, admissible=True)[1] == "no"
 
 
-def test_seeds_that_agree_exactly_keep_the_binomial_uncertainty():
+def test_one_task_that_one_arm_always_resolves_is_never_an_uplift():
+    tasks = [f"t{i}" for i in range(10)]
+    base = {(s, t): False for s in range(1, 7) for t in tasks}
+    cand = {(s, t): t == "t0" for s in range(1, 7) for t in tasks}
+    delta, significant, test = ab.compare(base, cand, list(range(1, 7)), tasks, 0.05, admissible=True)
+    assert significant == "no" and test["p_value"] == 1.0, "one task, whatever its seeds, is one task"
+    assert test["secondary"]["mcnemar_pooled_pairs"]["p_value"] == pytest.approx(0.03125)  # the old, pooled answer
+
+
+def test_seeds_that_agree_exactly_keep_the_binomial_uncertainty_and_the_interval_has_no_jump():
     mean, variance, interval = ab.arm_statistics([0, 0, 0, 0, 0], 3, 0.05)
-    ci = scipy_stats.binomtest(0, 15).proportion_ci(confidence_level=0.95, method="wilson")
-    assert (mean, variance) == (0.0, 0.0) and interval == pytest.approx((ci.low, ci.high)) and interval[1] > 0.1
+    ci = scipy_stats.binomtest(0, 3).proportion_ci(confidence_level=0.95, method="wilson")
+    assert (mean, variance) == (0.0, 0.0) and interval == pytest.approx((ci.low, ci.high)) and interval[1] > 0.5
+    # seeds that agree exactly and seeds that almost agree: intervals of about the same width
+    exact = ab.arm_statistics([40, 40, 40, 40, 40], 100, 0.05)[2]
+    almost = ab.arm_statistics([40, 41, 40, 39, 40], 100, 0.05)[2]
+    assert exact == pytest.approx(almost, abs=1e-9) and exact[1] - exact[0] > 0.15
 
 
 def test_inadmissible_evidence_is_undetermined():
@@ -191,30 +224,11 @@ def test_the_recommendation_follows_the_piper_rule(delta, significant, expected)
     assert ab.recommend(delta, significant, {"baseline": 1.0, "candidate": 1.0}, {"baseline": 1, "candidate": 1}, None)[0] == expected
 
 
-def claim_inputs(seeds: int = 5, significant: str = "yes", delta: float = 0.2, recommendation: str = "keep",
-                 admissible: bool = True, kinds: tuple[str, str] = ("native", "governed"), identical: bool = False,
-                 benchmark: str = "fixtures") -> tuple[dict, dict]:  # fmt: skip
-    details = {"infrastructure_failures": 0, "admissible": admissible, "benchmark": {"id": benchmark},
-               "arm_kinds": [{"name": "baseline", "kind": kinds[0]}, {"name": "candidate", "kind": kinds[1]}],
-               "outcomes_identical": identical}  # fmt: skip
-    record = {"seeds": list(range(seeds)), "change_under_test": "loc v2", "frozen": {"model": "m"},
-              "result": {"significant": significant, "delta": delta, "recommendation": recommendation}}  # fmt: skip
-    return details, record
-
-
-def test_the_claim_ladder_is_decided_by_rule():
-    assert ab.claim_level(*claim_inputs())[0] == "C2"
-    assert ab.claim_level(*claim_inputs(seeds=3))[0] == "C0"
-    assert ab.claim_level(*claim_inputs(admissible=False))[0] == "C0"
-    assert ab.claim_level(*claim_inputs(recommendation="pare_back"))[0] == "C0"
-    assert ab.claim_level(*claim_inputs(kinds=("native", "passive"), identical=True, significant="no", delta=0.0))[0] == "C1"
-    details, record = claim_inputs()
-    other = {"details": {"benchmark": {"id": "swe-bench-lite"}}, "record": {"change_under_test": "loc v2"}, "claim_c2": True}
-    level, reasons = ab.claim_level(details, record, [other])
-    assert level == "C3" and any("replicated at C2 on swe-bench-lite" in r for r in reasons)
-    assert any(r.startswith("not C4") for r in reasons)
-    broken = dict(details, infrastructure_failures=2)
-    assert ab.claim_level(broken, record)[0] == "none"
+def test_keep_needs_five_seeds():
+    resolved = {"baseline": 35.0, "candidate": 38.0}
+    verdict, why = ab.recommend(0.03, "yes", {"baseline": 4.0, "candidate": 4.2}, resolved, None, seeds=2)
+    assert verdict == "pare_back" and "keep needs at least 5" in why
+    assert ab.recommend(0.03, "yes", {"baseline": 4.0, "candidate": 4.2}, resolved, None, seeds=5)[0] == "keep"
 
 
 # ---------------------------------------------------------------- end to end, on real gradings
@@ -300,13 +314,16 @@ def test_phase_6_a_preregistered_comparison_over_five_seeds_of_real_gradings(tmp
     assert arms["baseline"]["resolved"] == [1, 1, 0, 1, 1] and arms["candidate"]["resolved"] == [2, 3, 2, 2, 3]
     assert arms["candidate"]["mean"] == pytest.approx(12 / 15)
     assert arms["baseline"]["variance"] == pytest.approx(scipy_stats.tvar([1 / 3, 1 / 3, 0, 1 / 3, 1 / 3]))
-    assert details["test"]["discordant"] == {"candidate_only": 8, "baseline_only": 0}
-    assert details["test"]["p_value"] == pytest.approx(scipy_stats.binomtest(8, 8, 0.5).pvalue)
-    assert record["result"] == {"delta": pytest.approx(8 / 15), "significant": "yes", "recommendation": "keep"}
+    # tasks are the sample: per-task means over the five seeds, baseline 2/5, 1/5, 1/5 and candidate 4/5 each, so
+    # d = (+0.4, +0.6, +0.6); of the 8 sign patterns only all-plus and all-minus reach |mean| >= 8/15: p = 2/8
+    assert "exact sign-flip" in details["test"]["test"] and details["test"]["p_value"] == pytest.approx(0.25)
+    assert details["test"]["secondary"]["mcnemar_pooled_pairs"]["discordant"] == {"candidate_only": 8, "baseline_only": 0}
+    assert record["result"] == {"delta": pytest.approx(8 / 15), "significant": "no", "recommendation": "pare_back"}
     for arm in arms.values():  # cost on both arms: the harness's tokens and dollars, the grading's CPU and wall time
         assert arm["cost"]["tokens"] == 15000 and arm["cost"]["calls"] == 60 and arm["cost"]["cpu"] > 0
     assert arms["candidate"]["cost"]["dollars"] > 15 * 0.12
-    assert details["admissible"] and details["claim"] == "C2"
+    assert details["admissible"] and details["claim"] == "C0"
+    assert "3 task(s), fewer than 20" in details["claim_reasons"][1] and "no significant uplift" in details["claim_reasons"][1]
     assert details["pass_at_k"]["candidate"]["pass@5"] == 1.0 and details["identity"][1]["policy_profile"] == "governed"
     # the comparison burned the task set's tasks
     shown = json.loads(run_cli("sets", "show", "regression", "--ledger", str(ledger), "--json").stdout)
@@ -315,11 +332,11 @@ def test_phase_6_a_preregistered_comparison_over_five_seeds_of_real_gradings(tmp
     report = ab_cli("report", "exp-1", "--out", str(tmp_path / "report"), ledger=ledger)
     assert report.returncode == 0, report.stderr
     text = (tmp_path / "report" / "report.md").read_text()
-    assert "Claim level supported: C2" in text and "localization subsystem v2" in text and "never averaged" in text
+    assert "Claim level supported: C0" in text and "localization subsystem v2" in text and "never averaged" in text
     page = (tmp_path / "report" / "report.html").read_text()
     assert page.count("data:image/png;base64,") == 2 and "<table>" in page and "http" not in page.split("<body>")[1]
     table = ab_cli("show", "exp-1", ledger=ledger)
-    assert "significant: yes" in table.stdout and "recommendation: keep" in table.stdout
+    assert "significant: no" in table.stdout and "recommendation: pare_back" in table.stdout
     # running again reads the comparison back: nothing is graded twice, no second comparison is written
     again = run_arms(manifest, ledger, baseline, candidate, "--json")
     assert json.loads(again.stdout)["record"]["arms"] == output["record"]["arms"] and json.loads(again.stdout)["resumed"]
@@ -346,7 +363,8 @@ def test_one_seed_is_never_significant_and_unknown_frozen_fields_are_undetermine
                       arm_file(tmp_path, "c", CANDIDATE, 0.1, seeds=(2,)), "--json")  # fmt: skip
     assert single.returncode == 0, single.stderr
     result = json.loads(single.stdout)
-    assert result["record"]["result"]["significant"] == "no" and result["record"]["result"]["delta"] == pytest.approx(2 / 3)
+    assert result["record"]["result"]["significant"] == "no", result["details"]["inadmissible_because"]
+    assert result["record"]["result"]["delta"] == pytest.approx(2 / 3)
     assert result["record"]["result"]["recommendation"] == "pare_back" and result["details"]["claim"] == "C0"
     ledger2, manifest2 = experiment(tmp_path / "u", name="unknown-frozen", seeds=[2])
     assert ab_cli("preregister", str(manifest2), ledger=ledger2).returncode == 0
@@ -484,10 +502,12 @@ def test_a_quarantined_run_makes_the_comparison_undetermined():
     rows = {(f"ab:exp-1/{arm}/seed{seed}", task): row("resolved" if arm == "candidate" else "not_resolved")
             for arm in ("baseline", "candidate") for seed in (1, 2) for task in tasks.values()}  # fmt: skip
     rows[("ab:exp-1/candidate/seed2", "t-b")] = row("infrastructure_failure")
-    record, details = summarize_comparison(manifest, task_set, rows, [], "/usr/bin/python3")
+    record, details = summarize_comparison(manifest, sorted(tasks.items()), task_set, rows, [], "/usr/bin/python3")
     assert record["result"]["significant"] == "undetermined" and record["result"]["recommendation"] == "pare_back"
     assert details["inadmissible_because"] == ["1 grading(s) were infrastructure failures: those runs are quarantined"]
-    assert ab.claim_level(details, record)[0] == "none"
+    from pytest_objective_scoring.ab_claims import claim_level
+
+    assert claim_level(details, record)[0] == "none"
     assert [a["resolved"] for a in record["arms"]] == [[0, 0], [2, 1]]
 
 
@@ -527,14 +547,14 @@ def summarize(arm_rows: dict[str, str], kinds: tuple[str, str] = ("native", "gov
             "cost": {"tokens": 1, "calls": 1, "cpu": 1.0, "wall_time": 1.0, "dollars": 0.2},
             "cost_breakdown": {"model_dollars": model_dollars if arm == "candidate" else 0.1}}
             for arm in ("baseline", "candidate") for seed in (1, 2) for task in tasks.values()}  # fmt: skip
-    return summarize_comparison(manifest, task_set, rows, [], "/usr/bin/python3")
+    return summarize_comparison(manifest, sorted(tasks.items()), task_set, rows, [], "/usr/bin/python3")
 
 
 def test_unknown_harness_dollars_are_unknown_not_zero():
     record, details = summarize({"baseline": "not_resolved", "candidate": "resolved"}, model_dollars=None)
     arms = {a["name"]: a for a in record["arms"]}
     assert arms["candidate"]["cost"]["dollars"] is None and arms["baseline"]["cost"]["dollars"] == pytest.approx(0.8)
-    assert record["result"]["significant"] == "no"  # 4 discordant pairs over 2 seeds: p = 0.125
+    assert record["result"]["significant"] == "no"  # two tasks: the exact task-level test cannot go below p = 0.5
     assert details["dollars_per_seed"]["candidate"] is None
 
 

@@ -360,6 +360,10 @@ def test_the_command_shows_the_pairing_in_its_table_and_its_json(tmp_path, capsy
     table = " ".join(capsys.readouterr().out.split())
     assert "dropped from A: 1 task(s) only it has (x-2); dropped from B: 1 task(s) only it has (x-3)" in table
     assert "the gain is credited to" not in table and "no stage moved: the change is in the fix itself" in table
+    # two sides with no task in common: one line and exit 2, never a traceback
+    assert main(["scorecard", "diff", "2", "4", "--ledger", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "have no task in common" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
 # ---------------------------------------------------------------- on real graded runs (build phase 3)

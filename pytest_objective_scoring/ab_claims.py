@@ -1,0 +1,141 @@
+"""The claim ladder (RFC section 4), decided by rule from an A/B comparison's facts (issue 15).
+
+A claim is recomputed each time a comparison is read (``ab show``, ``ab report``), against the
+ledger as it is then: the runs' dispositions under the current audits, every experiment on the same
+change, the replications on other benchmark families. A claim that no longer holds is downgraded,
+saying why; the stored record itself never changes (the ledger is append-only).
+
+- **C0**: every arm graded on every seed and task, with a verdict.
+- **C1**: C0, and a ``passive`` candidate arm changed no outcome of the ``native`` baseline.
+- **C2**: all of :func:`c2_blockers` clear: admissible evidence now; a valid arm pair
+  (:data:`C2_PAIRS`, harness versions differing); at least :data:`C2_MIN_TASKS` tasks and
+  :data:`PROMOTION_SEEDS` seeds; the arms graded in identical environments; a preregistered
+  smallest effect the design had the power to detect; a significant uplift once every experiment on
+  the same change is counted (Holm); and ``keep``.
+- **C3**: C2 here and C2 on another preregistered comparison of the same change on another benchmark
+  family: another ``benchmark.id`` *and* no task in common (task digests disjoint), so the same tasks
+  under a new name do not count.
+- **C4** is never reached from benchmark evidence alone.
+
+This module never imports pytest.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Mapping, Sequence
+
+from .ab import PROMOTION_SEEDS
+
+__all__ = ["C2_MIN_TASKS", "C2_PAIRS", "LEVELS", "c2_blockers", "claim_level", "pair_problem"]
+
+LEVELS: Final = ("none", "C0", "C1", "C2", "C3", "C4")
+# Below 20 tasks a claim rests on a handful of tasks: one task moves the task-level delta by 5 points
+# or more, and a task-level test (tasks are the sample) has too few units for its p-value to mean much
+# beyond "these tasks". 20 tasks is the floor for a claim about a benchmark, not a sufficient design:
+# the preregistered power computation decides whether a design can reach its smallest effect.
+C2_MIN_TASKS: Final = 20
+# (baseline kind, candidate kind) pairs that isolate a change (RFC 5.2): a governed profile against
+# the native scaffold or the passive observer, or one mechanism against its governed parent (either
+# way round). native against passive is C1's question (does observing change anything), not C2's.
+C2_PAIRS: Final = frozenset({("native", "governed"), ("passive", "governed"), ("ablation", "governed"),
+                             ("governed", "ablation")})  # fmt: skip
+
+
+def pair_problem(arm_kinds: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why the arms are not a valid pair for C2, or None."""
+    arms = {a["name"]: a for a in arm_kinds}
+    base, cand = arms.get("baseline", {}), arms.get("candidate", {})
+    pair = (base.get("kind"), cand.get("kind"))
+    if pair not in C2_PAIRS:
+        allowed = ", ".join(f"{b} -> {c}" for b, c in sorted(C2_PAIRS))
+        return f"arms {pair[0]} -> {pair[1]} do not isolate a change (valid pairs: {allowed})"
+    if base.get("harness_version") is not None and base.get("harness_version") == cand.get("harness_version"):
+        return (f"both arms declare harness version {base.get('harness_version')!r}: the difference under test must be "
+                "declared as a harness version of its own")  # fmt: skip
+    return None
+
+
+def c2_blockers(details: Mapping[str, Any], record: Mapping[str, Any], holm_p: float | None) -> list[str]:
+    """Every reason the comparison does not reach C2 (none: it does)."""
+    result = record["result"]
+    alpha = float(details.get("test", {}).get("alpha", 0.05))
+    kinds = {a["name"]: a["kind"] for a in details["arm_kinds"]}
+    why = []
+    if not details.get("admissible"):
+        why.append("the evidence is not admissible (" + "; ".join(details.get("inadmissible_because") or ["see the run"]) + ")")
+    problem = pair_problem(details["arm_kinds"])
+    if problem:
+        why.append(problem)
+    tasks = int(details.get("tasks") or 0)
+    if tasks < C2_MIN_TASKS:
+        why.append(f"{tasks} task(s), fewer than {C2_MIN_TASKS} (docs/ab.md: why 20)")
+    if len(record["seeds"]) < PROMOTION_SEEDS:
+        why.append(f"{len(record['seeds'])} seed(s), fewer than {PROMOTION_SEEDS}")
+    parity = details.get("environment_parity") or {}
+    if not parity.get("identical"):
+        why.append("the arms were not graded in identical environments (" + (parity.get("why") or "not recorded") + ")")
+    power = details.get("power") or {}
+    if power.get("min_effect") is None:
+        why.append("no smallest effect worth detecting was preregistered (decision_rule.min_effect)")
+    elif not power.get("powered"):
+        why.append(power.get("why") or "the preregistered design could not detect its smallest effect")
+    if result["delta"] <= 0 or result["significant"] != "yes":
+        why.append("no significant uplift")
+    elif holm_p is None or holm_p >= alpha:
+        count = int((details.get("family") or {}).get("experiments") or 1)
+        why.append(f"not significant once the {count} experiments on this change are counted (Holm-adjusted p = "
+                   f"{'n/a' if holm_p is None else format(holm_p, '.4g')}, alpha {alpha:g})")  # fmt: skip
+    if result["recommendation"] != "keep":
+        why.append(f"the recommendation is {result['recommendation']}")
+    if kinds.get("candidate") == "passive":
+        why.append("a passive arm changes no decision: it cannot show uplift")
+    return why
+
+
+def claim_level(details: Mapping[str, Any], record: Mapping[str, Any], *, holm_p: float | None = None,
+                replications: Sequence[Mapping[str, Any]] = ()) -> tuple[str, list[str]]:  # fmt: skip
+    """The highest claim the evidence supports, and why each higher one does not hold.
+
+    ``holm_p`` is this experiment's p-value adjusted over every experiment on the same change;
+    ``replications`` the other experiments on the same change as ``{"name", "benchmark", "task_digests",
+    "c2"}`` (``c2``: they reach C2 now)."""
+    reasons: list[str] = []
+    if details.get("infrastructure_failures"):
+        return "none", [f"{details['infrastructure_failures']} grading(s) were infrastructure failures: not even C0"]
+    level = "C0"
+    reasons.append("C0: every arm was graded on every seed, every task, with a verdict")
+    kinds = {a["name"]: a["kind"] for a in details["arm_kinds"]}
+    if kinds.get("candidate") == "passive" and kinds.get("baseline") == "native":
+        if details.get("outcomes_identical"):
+            level = "C1"
+            reasons.append("C1: the passive arm changed no outcome of the native baseline")
+        else:
+            reasons.append("not C1: the passive arm changed official outcomes")
+    blockers = c2_blockers(details, record, holm_p)
+    if blockers:
+        reasons.append("not C2: " + "; ".join(blockers))
+    else:
+        level = "C2"
+        reasons.append(f"C2: admissible, {details['tasks']} tasks, {len(record['seeds'])} seeds, a significant uplift "
+                       f"(Holm-adjusted p = {holm_p:.4g}) kept at its cost; scoped to benchmark {details['benchmark']['id']}, "
+                       f"model {record['frozen']['model']}, this harness and budget")  # fmt: skip
+        mine = set(details.get("task_digests") or [])
+        found, near = [], []
+        for other in replications:
+            if not other.get("c2"):
+                continue
+            if other["benchmark"] == details["benchmark"]["id"]:
+                near.append(f"{other['name']} (the same benchmark id)")
+            elif not mine or mine & set(other.get("task_digests") or []):
+                near.append(f"{other['name']} ({other['benchmark']}: shares tasks with this one)")
+            else:
+                found.append(other)
+        if found:
+            level = "C3"
+            reasons.append("C3: replicated at C2 on another benchmark family with no task in common: "
+                           + ", ".join(f"{o['name']} ({o['benchmark']})" for o in found))  # fmt: skip
+        else:
+            reasons.append("not C3: no C2 replication of this change on another benchmark family with disjoint tasks"
+                           + (f" ({'; '.join(near)} do not count)" if near else ""))  # fmt: skip
+    reasons.append("not C4: product promotion needs qualification outside benchmark evidence (RFC section 4)")
+    return level, reasons

@@ -1,0 +1,380 @@
+"""The claim ladder cannot be gamed (issue 15): each route a reviewer found is refused or downgraded, by
+rule, and a stored claim is recomputed when read."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_objective_scoring import ab
+from pytest_objective_scoring.ab_claims import C2_MIN_TASKS, c2_blockers, claim_level
+
+from .conftest import FIXTURES
+from .runner_helpers import run_cli
+
+pytest.importorskip("scipy.stats", reason="scipy is a test dependency: pip install -e '.[test]'")
+
+DATASET = FIXTURES / "datasets" / "fixtures.jsonl"
+ACCESS = {"network": False, "repository_history": False, "hidden_tests": False, "gold": False}
+
+
+def c2_facts(**details_changes: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A comparison whose facts reach C2, changed by ``details_changes`` (``record_*`` keys change the record)."""
+    details = {
+        "infrastructure_failures": 0, "admissible": True, "inadmissible_because": [], "inadmissible_fixed": [],
+        "benchmark": {"id": "bench-a"}, "tasks": 24, "task_digests": [f"sha256:a{i}" for i in range(24)],
+        "arm_kinds": [{"name": "baseline", "kind": "native", "harness_version": "h-1"},
+                      {"name": "candidate", "kind": "governed", "harness_version": "h-2"}],
+        "environment_parity": {"identical": True}, "power": {"min_effect": 0.1, "powered": True},
+        "test": {"test": "primary", "alpha": 0.05, "p_value": 0.001}, "outcomes_identical": False,
+    }  # fmt: skip
+    record = {"seeds": [1, 2, 3, 4, 5], "change_under_test": "loc v2", "frozen": {"model": "m"},
+              "result": {"significant": "yes", "delta": 0.2, "recommendation": "keep"}}  # fmt: skip
+    for key, value in details_changes.items():
+        if key.startswith("record_"):
+            record[key[len("record_"):]] = value
+        else:
+            details[key] = value
+    return details, record
+
+
+def test_a_comparison_with_every_fact_in_place_reaches_c2_and_names_its_scope():
+    level, reasons = claim_level(*c2_facts(), holm_p=0.001)
+    assert level == "C2" and "24 tasks, 5 seeds" in reasons[1] and "scoped to benchmark bench-a" in reasons[1]
+    assert reasons[-1].startswith("not C4")
+
+
+@pytest.mark.parametrize(
+    ("change", "holm_p", "reason"),
+    [
+        ({"admissible": False, "inadmissible_because": ["quarantined runs are not admissible: task_audit_overdue (2)"]},
+         0.001, "not admissible (quarantined runs"),
+        ({"tasks": C2_MIN_TASKS - 1}, 0.001, "19 task(s), fewer than 20"),
+        ({"record_seeds": [1, 2, 3, 4]}, 0.001, "4 seed(s), fewer than 5"),
+        ({"arm_kinds": [{"name": "baseline", "kind": "governed", "harness_version": "h-1"},
+                        {"name": "candidate", "kind": "governed", "harness_version": "h-2"}]}, 0.001,
+         "arms governed -> governed do not isolate a change"),
+        ({"arm_kinds": [{"name": "baseline", "kind": "native", "harness_version": "h-1"},
+                        {"name": "candidate", "kind": "governed", "harness_version": "h-1"}]}, 0.001,
+         "both arms declare harness version 'h-1'"),
+        ({"environment_parity": {"identical": False, "why": "1 task(s) graded in different environments"}}, 0.001,
+         "not graded in identical environments (1 task(s) graded in different environments"),
+        ({"power": {"min_effect": None}}, 0.001, "no smallest effect worth detecting was preregistered"),
+        ({"power": {"min_effect": 0.02, "powered": False, "why": "the smallest effect it detects ... is 0.231"}}, 0.001,
+         "the smallest effect it detects"),
+        ({"family": {"experiments": 3}}, 0.09, "not significant once the 3 experiments on this change are counted"),
+        ({"record_result": {"significant": "yes", "delta": 0.2, "recommendation": "pare_back"}}, 0.001,
+         "the recommendation is pare_back"),
+    ],
+)  # fmt: skip
+def test_c2_is_refused_whenever_one_of_its_facts_is_missing(change, holm_p, reason):
+    details, record = c2_facts(**change)
+    level, reasons = claim_level(details, record, holm_p=holm_p)
+    assert level == "C0" and reason in reasons[1], reasons
+    assert reason in " ".join(c2_blockers(details, record, holm_p))
+
+
+def test_c3_needs_another_benchmark_family_with_disjoint_tasks_not_another_name():
+    details, record = c2_facts()
+    same_tasks = {"name": "renamed", "benchmark": "bench-a-v2", "task_digests": details["task_digests"], "c2": True}
+    level, reasons = claim_level(details, record, holm_p=0.001, replications=[same_tasks])
+    assert level == "C2" and "renamed (bench-a-v2: shares tasks with this one) do not count" in reasons[2]
+    one_shared = dict(same_tasks, task_digests=["sha256:a3", "sha256:z1"])
+    assert claim_level(details, record, holm_p=0.001, replications=[one_shared])[0] == "C2"
+    same_id = {"name": "again", "benchmark": "bench-a", "task_digests": ["sha256:z1"], "c2": True}
+    assert claim_level(details, record, holm_p=0.001, replications=[same_id])[0] == "C2"
+    elsewhere = {"name": "swe", "benchmark": "swe-bench-lite", "task_digests": ["sha256:z1", "sha256:z2"], "c2": True}
+    level, reasons = claim_level(details, record, holm_p=0.001, replications=[elsewhere])
+    assert level == "C3" and "swe (swe-bench-lite)" in reasons[2]
+    assert claim_level(details, record, holm_p=0.001, replications=[dict(elsewhere, c2=False)])[0] == "C2"
+
+
+def test_c1_and_none_are_decided_as_before():
+    details, record = c2_facts(arm_kinds=[{"name": "baseline", "kind": "native", "harness_version": "h-1"},
+                                          {"name": "candidate", "kind": "passive", "harness_version": "h-2"}],
+                               outcomes_identical=True,
+                               record_result={"significant": "no", "delta": 0.0, "recommendation": "reject"})  # fmt: skip
+    assert claim_level(details, record, holm_p=1.0)[0] == "C1"
+    assert claim_level(*c2_facts(infrastructure_failures=2))[0] == "none"
+
+
+# ---------------------------------------------------------------- recomputed when read, against the ledger
+
+
+def _instances() -> list[Any]:
+    from pytest_objective_scoring.instances import load_instances
+
+    return load_instances(DATASET)
+
+
+def _audit(ledger: Any, instance: Any, disposition: str = "valid") -> None:
+    from pytest_objective_scoring.audit_ledger import record_audit
+
+    findings = [] if disposition == "valid" else [{"kind": "empty_patch_resolves"}]
+    record_audit(ledger, {"instance_id": instance.instance_id, "disposition": disposition, "complete": True,
+                          "findings": findings, "checks": []}, instance.fields, every_days=30, environment={})  # fmt: skip
+
+
+def _stored_comparison(ledger: Any, name: str, change: str = "loc v2", benchmark: str = "bench-a",
+                       p_value: float = 0.001, recommendation: str = "keep", graded: list | None = None,
+                       claim: str = "C2") -> None:  # fmt: skip
+    details, record = c2_facts(benchmark={"id": benchmark}, test={"test": "primary", "alpha": 0.05, "p_value": p_value},
+                               record_change_under_test=change,
+                               record_result={"significant": "yes" if p_value < 0.05 else "no", "delta": 0.2,
+                                              "recommendation": recommendation})  # fmt: skip
+    details["graded_runs"] = graded or []
+    details["claim"] = claim
+    details.update(benchmark={"id": benchmark, "revision": "1", "metric_space": "binary_resolved"}, task_set="s@v1",
+                   recommendation_because="by rule", pass_at_k={}, role="regression")  # fmt: skip
+    cost = {"tokens": None, "calls": None, "cpu": 1.0, "wall_time": 1.0, "dollars": None}
+    record["frozen"] = {"model": "m", "temperature": 0, "token_budget": 1, "tool_budget": 1, "task_set": "s",
+                        "environment_image": "i", "timeout": 1, "candidate_count": 1}  # fmt: skip
+    record["arms"] = [{"name": name, "harness_version": version, "resolved": [10] * 5, "mean": 0.4, "variance": 0.0,
+                       "confidence_interval": [0.2, 0.6], "cost": cost}
+                      for name, version in (("baseline", "h-1"), ("candidate", "h-2"))]  # fmt: skip
+    ledger.append("ab_manifest", {"name": name, "digest": "sha256:x", "manifest": {"change_under_test": change,
+                                  "benchmark": {"id": benchmark}}, "task_set": {}})  # fmt: skip
+    ledger.append("ab_comparison", {"name": name, "manifest_digest": "sha256:x", "record": record, "details": details,
+                                    "claim_c2": claim in ("C2", "C3"), "jobs_digest": "sha256:y"})  # fmt: skip
+
+
+def test_a_claim_is_recomputed_when_read_and_a_later_audit_downgrades_it_saying_why(tmp_path):
+    from pytest_objective_scoring.ledger import Ledger
+    from pytest_objective_scoring.sets import task_id_of
+
+    path = tmp_path / "ledger.sqlite"
+    instances = _instances()
+    with Ledger(path) as ledger:
+        graded = []
+        for instance in instances:
+            _audit(ledger, instance)
+            entry = ledger.append("score", {"instance_id": instance.instance_id, "disposition": "eligible", "reasons": []})
+            graded.append({"seq": entry.seq, "task_id": task_id_of(instance)})
+        _stored_comparison(ledger, "exp-c2", graded=graded)
+    shown = json.loads(run_cli("ab", "show", "exp-c2", "--ledger", str(path), "--json").stdout)["details"]
+    assert shown["claim"] == "C2" and "claim_downgraded" not in shown
+    with Ledger(path) as ledger:  # a later audit finds one task invalid: every verdict on it is
+        _audit(ledger, instances[0], "invalid")
+    done = run_cli("ab", "show", "exp-c2", "--ledger", str(path), "--json")
+    shown = json.loads(done.stdout)["details"]
+    assert shown["claim"] == "C0" and shown["claim_downgraded"]["from"] == "C2" and shown["claim_downgraded"]["to"] == "C0"
+    assert "invalid runs are not admissible: task_audit_invalid (1)" in " ".join(shown["claim_downgraded"]["because"])
+    table = run_cli("ab", "show", "exp-c2", "--ledger", str(path))
+    assert "DOWNGRADED from C2 (when written) to C0" in table.stdout
+    report = run_cli("ab", "report", "exp-c2", "--ledger", str(path), "--out", str(tmp_path / "report"))
+    assert report.returncode == 0, report.stderr
+    assert "**Downgraded** from C2" in (tmp_path / "report" / "report.md").read_text()
+
+
+def test_every_experiment_on_the_change_is_listed_and_counted_a_rejected_one_included(tmp_path):
+    from pytest_objective_scoring.ledger import Ledger
+
+    path = tmp_path / "ledger.sqlite"
+    with Ledger(path) as ledger:
+        _stored_comparison(ledger, "first-try", p_value=0.6, recommendation="reject", claim="C0")
+        _stored_comparison(ledger, "renamed-retry", benchmark="bench-a-renamed", p_value=0.03, claim="C2")
+        ledger.append("ab_manifest", {"name": "never-run", "digest": "sha256:z", "task_set": {},
+                                      "manifest": {"change_under_test": "loc v2", "benchmark": {"id": "bench-b"}}})  # fmt: skip
+        _stored_comparison(ledger, "unrelated", change="another change", p_value=0.0001)
+    shown = json.loads(run_cli("ab", "show", "renamed-retry", "--ledger", str(path), "--json").stdout)["details"]
+    family = shown["family"]
+    assert family["experiments"] == 3 and [m["name"] for m in family["members"]] == ["first-try", "renamed-retry", "never-run"]
+    first, retry, never = family["members"]
+    assert first["status"] == "compared" and first["recommendation"] == "reject" and first["p_value"] == 0.6
+    assert never["status"] == "preregistered, not run" and never["holm_p_value"] == 1.0
+    assert retry["holm_p_value"] == pytest.approx(0.09) and shown["holm_p_value"] == pytest.approx(0.09)
+    assert shown["claim"] == "C0" and shown["claim_downgraded"]["from"] == "C2"
+    assert "not significant once the 3 experiments on this change are counted" in shown["claim_reasons"][1]
+    report = run_cli("ab", "report", "renamed-retry", "--ledger", str(path), "--out", str(tmp_path / "r"))
+    text = (tmp_path / "r" / "report.md").read_text()
+    assert "## Every experiment on this change (3)" in text and "| first-try | `bench-a` | compared |" in text
+    assert "| never-run | `bench-b` | preregistered, not run |" in text and report.returncode == 0
+
+
+# ---------------------------------------------------------------- before the run: access, power, holdout
+
+
+def _set_and_manifest(tmp_path: Path, **changes: Any) -> tuple[Path, Path]:
+    from tests.test_ab import FROZEN, MANIFEST
+
+    ledger = tmp_path / "ledger.sqlite"
+    if not ledger.exists():
+        made = run_cli("sets", "create", "regression", "--role", "regression", "--dataset", str(DATASET),
+                       "--source", "static:fixtures", "--ledger", str(ledger))  # fmt: skip
+        assert made.returncode == 0, made.stderr
+    data = copy.deepcopy(MANIFEST)
+    data["frozen"] = dict(FROZEN)
+    for key, value in changes.items():
+        data[key] = value
+    manifest = tmp_path / f"{data['name']}.json"
+    manifest.write_text(json.dumps(data))
+    return ledger, manifest
+
+
+def test_an_arm_that_could_reach_the_answer_is_refused_at_preregistration(tmp_path):
+    arms = [{"name": "baseline", "harness_version": "h-1", "kind": "native", "access": ACCESS},
+            {"name": "candidate", "harness_version": "h-2", "kind": "governed", "access": {**ACCESS, "gold": True}}]
+    ledger, manifest = _set_and_manifest(tmp_path, name="peeks", arms=arms)
+    done = run_cli("ab", "preregister", str(manifest), "--ledger", str(ledger))
+    assert done.returncode == 2 and "forbidden_access: arm candidate could reach gold" in done.stderr
+    partial = [dict(arms[0]), {**arms[1], "access": {"network": False}}]
+    ledger, manifest = _set_and_manifest(tmp_path, name="partial", arms=partial)
+    done = run_cli("ab", "preregister", str(manifest), "--ledger", str(ledger))
+    assert done.returncode == 2 and "access.repository_history is missing" in done.stderr
+
+
+def test_undeclared_or_unequal_access_makes_the_evidence_quarantined():
+    data = {"name": "x", "benchmark": {"id": "b"}, "change_under_test": "c", "seeds": [1],
+            "frozen": {"model": "m", "temperature": 0, "token_budget": 1, "tool_budget": 1, "task_set": "s",
+                       "environment_image": "i", "timeout": 1, "candidate_count": 1}}  # fmt: skip
+    undeclared = ab.parse_manifest({**data, "arms": [{"name": "baseline", "harness_version": "1", "kind": "native"},
+                                                     {"name": "candidate", "harness_version": "2", "kind": "governed",
+                                                      "access": ACCESS}]}, "m")  # fmt: skip
+    assert ab.access_findings(undeclared) == ([], ["access_undeclared: arm baseline does not declare what its solver could "
+                                                   "reach (network, repository_history, hidden_tests, gold)"])  # fmt: skip
+    unequal = ab.parse_manifest({**data, "arms": [{"name": "baseline", "harness_version": "1", "kind": "native", "access": ACCESS},
+                                                  {"name": "candidate", "harness_version": "2", "kind": "governed",
+                                                   "access": {**ACCESS, "network": True}}]}, "m")  # fmt: skip
+    assert ab.access_findings(unequal)[1] == ["access_parity: the arms' declared access differs (network): the same "
+                                              "authority envelope is required of a matched comparison"]  # fmt: skip
+
+
+def test_power_is_stated_at_preregistration_and_a_design_that_cannot_reach_its_claim_is_refused(tmp_path):
+    ledger, manifest = _set_and_manifest(tmp_path, name="asks-c2",
+                                         decision_rule={"alpha": 0.05, "min_effect": 0.1})  # fmt: skip
+    refused = run_cli("ab", "preregister", str(manifest), "--ledger", str(ledger))
+    assert refused.returncode == 2 and "the design cannot reach C2" in refused.stderr
+    assert "3 task(s), C2 needs at least 20" in refused.stderr and "smallest p-value is 0.25" in refused.stderr
+    ledger, manifest = _set_and_manifest(tmp_path, name="exploratory")
+    done = run_cli("ab", "preregister", str(manifest), "--ledger", str(ledger), "--json")
+    assert done.returncode == 0, done.stderr
+    power = json.loads(done.stdout)["power"]
+    assert power["reachable"] is False and power["powered"] is False and "exploratory" in power["statement"]
+    table = run_cli("ab", "preregister", str(manifest), "--ledger", str(ledger))
+    assert "power: 3 tasks x 5 seeds at alpha 0.05: minimum detectable effect at 80% power none: 3 task(s)" in " ".join(table.stdout.split())
+
+
+def test_a_resumed_run_in_another_environment_is_refused_and_parity_is_judged_per_task():
+    from types import SimpleNamespace
+
+    from pytest_objective_scoring.ab_commands import _check_resumed_environment, environment_parity
+    from pytest_objective_scoring.cli import CommandError as CommandErrorType
+
+    job = SimpleNamespace(key="k1", python="/env/bin/python", instance=SimpleNamespace(instance_id="t-1"),
+                          prediction=SimpleNamespace(model="ab:x/baseline/seed1"))  # fmt: skip
+    _check_resumed_environment({"k1": {"seq": 4, "environment_digest": "sha256:a"}}, [job], {"/env/bin/python": "sha256:a"})
+    with pytest.raises(CommandErrorType, match="the environment changed since the interrupted run"):
+        _check_resumed_environment({"k1": {"seq": 4, "environment_digest": "sha256:a"}}, [job], {"/env/bin/python": "sha256:b"})
+    with pytest.raises(CommandErrorType, match="packages not recorded"):
+        _check_resumed_environment({"k1": {"seq": 4}}, [job], {"/env/bin/python": "sha256:b"})
+    manifest = ab.parse_manifest({"name": "x", "benchmark": {"id": "b"}, "change_under_test": "c", "seeds": [1],
+                                  "frozen": {"model": "m", "temperature": 0, "token_budget": 1, "tool_budget": 1,
+                                             "task_set": "s", "environment_image": "i", "timeout": 1, "candidate_count": 1},
+                                  "arms": [{"name": "baseline", "harness_version": "1", "kind": "native"},
+                                           {"name": "candidate", "harness_version": "2", "kind": "governed"}]}, "m")  # fmt: skip
+    rows = {("ab:x/baseline/seed1", "t-1"): {"environment_digest": "sha256:a"},
+            ("ab:x/candidate/seed1", "t-1"): {"environment_digest": "sha256:a"}}  # fmt: skip
+    assert environment_parity(manifest, ["t-1"], rows)["identical"]
+    rows[("ab:x/candidate/seed1", "t-1")] = {"environment_digest": "sha256:b"}
+    parity = environment_parity(manifest, ["t-1"], rows)
+    assert not parity["identical"] and "t-1" in parity["why"]
+
+
+def test_the_environment_digest_changes_when_a_package_is_installed(tmp_path):
+    from pytest_objective_scoring.environments import probe_environment
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = str(venv / "bin" / "python")
+    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip())  # fmt: skip
+    here = Path(subprocess.run([sys.executable, "-c", "import pytest, os; print(os.path.dirname(os.path.dirname(pytest.__file__)))"],
+                               capture_output=True, text=True, check=True).stdout.strip())  # fmt: skip
+    (site / "test-tree.pth").write_text(f"{here}\n")  # pytest (and its distributions) importable in the new venv
+    before = probe_environment(python)
+    assert before[3] is None and before[2] is not None and before[2].startswith("sha256:")
+    dist = site / "installed_later-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: installed-later\nVersion: 1.0\n")
+    after = probe_environment(python)
+    assert after[2] != before[2], "an install between two gradings changes the environment's digest"
+
+
+@pytest.mark.slow
+def test_a_holdout_task_that_fails_the_cutoff_gate_is_excluded_named_and_never_graded(tmp_path):
+    from pytest_objective_scoring.ledger import Ledger
+    from tests.test_ab import ACCESS as ARM_ACCESS, FROZEN, MANIFEST, arm_file, record_valid_audits
+
+    rows = [json.loads(line) for line in DATASET.read_text().splitlines()]
+    dates = {"fixtures__textstats-1": "2025-01-10", "fixtures__intervals-1": "2025-02-10", "fixtures__csvlite-1": "2024-06-01"}
+    for row in rows:
+        row["created_at"] = dates[row["instance_id"]]
+    dataset = tmp_path / "dated.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ledger = tmp_path / "ledger.sqlite"
+    made = run_cli("sets", "create", "hold", "--role", "holdout_live", "--dataset", str(dataset), "--source", "live:fresh",
+                   "--cutoff", "2024-01-01", "--ledger", str(ledger))  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    record_valid_audits(ledger)
+    data = {**MANIFEST, "name": "hold-run", "frozen": {**FROZEN, "task_set": "hold"}, "seeds": [1],
+            "model_training_cutoff": "2024-12-31"}  # fmt: skip
+    assert data["arms"][0]["access"] == ARM_ACCESS
+    manifest = tmp_path / "hold.json"
+    manifest.write_text(json.dumps(data))
+    registered = run_cli("ab", "preregister", str(manifest), "--ledger", str(ledger), "--json")
+    assert registered.returncode == 0, registered.stderr
+    assert [t["instance_id"] for t in json.loads(registered.stdout)["excluded_tasks"]] == ["fixtures__csvlite-1"]
+    resolves = {1: {"fixtures__textstats-1", "fixtures__csvlite-1"}}
+    frozen = {**FROZEN, "task_set": "hold"}
+    base, cand = arm_file(tmp_path, "b", {1: set()}, 0.1, frozen=frozen), arm_file(tmp_path, "c", resolves, 0.1, frozen=frozen)
+    done = run_cli("ab", "run", str(manifest), "--arm", f"baseline={base}", "--arm", f"candidate={cand}", "--dataset",
+                   str(dataset), "--repos", str(FIXTURES / "repos"), "--workers", "2", "--ledger", str(ledger), "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    details = json.loads(done.stdout)["details"]
+    assert details["tasks"] == 2 and [t["instance_id"] for t in details["excluded_tasks"]] == ["fixtures__csvlite-1"]
+    assert "before_cutoff" in details["excluded_tasks"][0]["reasons"]
+    with Ledger(ledger, read_only=True) as opened:
+        graded = {e.data["instance_id"] for e in opened.entries("score")}
+    assert graded == {"fixtures__textstats-1", "fixtures__intervals-1"}, "the excluded task was never graded"
+    arms = {a["name"]: a["resolved"] for a in json.loads(done.stdout)["record"]["arms"]}
+    assert arms == {"baseline": [0], "candidate": [1]}, "and never counted"
+
+
+@pytest.mark.slow
+def test_the_documented_walk_through_runs_as_written_and_gives_its_hand_derived_numbers(tmp_path):
+    scipy_stats = pytest.importorskip("scipy.stats")
+    ledger = str(tmp_path / "ledger.sqlite")
+    example = FIXTURES / "ab"
+    steps = [
+        ("sets", "create", "regression", "--role", "regression", "--dataset", str(DATASET), "--source", "static:fixtures"),
+        ("audit", "run", "--dataset", str(DATASET), "--repos", str(FIXTURES / "repos")),
+        ("ab", "preregister", str(example / "manifest.json")),
+    ]  # fmt: skip
+    for step in steps:
+        done = run_cli(*step, "--ledger", ledger)
+        assert done.returncode == 0, (step, done.stderr)
+    done = run_cli("ab", "run", str(example / "manifest.json"), "--arm", f"baseline={example / 'baseline.jsonl'}",
+                   "--arm", f"candidate={example / 'candidate.jsonl'}", "--dataset", str(DATASET), "--repos",
+                   str(FIXTURES / "repos"), "--workers", "2", "--ledger", ledger, "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    output = json.loads(done.stdout)
+    record, details = output["record"], output["details"]
+    arms = {a["name"]: a for a in record["arms"]}
+    assert arms["baseline"]["resolved"] == [1, 1, 0, 1, 1] and arms["candidate"]["resolved"] == [2, 3, 2, 2, 3]
+    assert record["result"] == {"delta": pytest.approx(8 / 15), "significant": "no", "recommendation": "pare_back"}
+    test = details["test"]
+    assert test["p_value"] == pytest.approx(0.25) and test["interval"] == [-1.0, 1.0]
+    assert test["secondary"]["mcnemar_pooled_pairs"]["p_value"] == pytest.approx(2 * 0.5**8)
+    assert test["secondary"]["t_test_over_seeds"]["p_value"] == pytest.approx(
+        scipy_stats.ttest_rel([2 / 3, 1, 2 / 3, 2 / 3, 1], [1 / 3, 1 / 3, 0, 1 / 3, 1 / 3]).pvalue)
+    assert arms["baseline"]["confidence_interval"] == pytest.approx([0.041, 0.754], abs=5e-4)
+    assert arms["candidate"]["confidence_interval"] == pytest.approx([0.288, 0.975], abs=5e-4)
+    assert details["admissible"] and details["environment_parity"]["identical"]
+    assert details["claim"] == "C0" and "3 task(s), fewer than 20" in details["claim_reasons"][1]
+    assert "no smallest effect worth detecting was preregistered" in details["claim_reasons"][1]
