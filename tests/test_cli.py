@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -618,3 +619,45 @@ def test_a_binary_file_given_as_text_input_is_one_line(tmp_path):
     one_line_refusal(run_cli("import-judged", str(binary), "--benchmark", "b", "--judge", "j", "--ledger", str(ledger)),
                      f"{binary}: not a UTF-8 text file (byte 0x89 at offset 0): expected JSONL or JSON rows")  # fmt: skip
     assert not ledger.exists()
+
+
+@pytest.mark.slow
+def test_the_built_wheel_carries_the_demo_and_it_runs_from_any_folder(tmp_path):
+    import shutil
+    import zipfile
+
+    root = Path(__file__).resolve().parents[1]
+    source = tmp_path / "source"  # built from a copy: the build leaves nothing in the checkout
+    shutil.copytree(root, source, symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", ".venv*", "build", "*.egg-info", "__pycache__", ".pytest_cache", ".objective-scoring", "logs"))  # fmt: skip
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "-q", "-w", str(tmp_path / "dist")],
+                           capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert built.returncode == 0, built.stderr[-2000:]
+    [wheel] = (tmp_path / "dist").glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        archive.extractall(tmp_path / "site")
+    demo = [n for n in names if "/demo_fixtures/" in n]
+    assert "pytest_objective_scoring/demo_fixtures/instances/textstats.json" in demo
+    assert "pytest_objective_scoring/demo_fixtures/patches/intervals/gold.diff" in demo
+    assert "pytest_objective_scoring/demo_fixtures/repos/csvlite/pyproject.toml" in demo
+    assert not [n for n in demo if "__pycache__" in n or n.endswith(".pyc")]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()  # no fixtures/ here, and not the source tree: the installed package's own demo data
+    code = ("import sys, json; sys.path.insert(0, sys.argv[1]); import pytest_objective_scoring as p; "
+            "assert p.__file__.startswith(sys.argv[1]), p.__file__; from pytest_objective_scoring import cli; "
+            "found = cli.find_fixtures(None); print(json.dumps([str(found), [c[:2] for c in cli.demo_cases(found)]]))")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "site")], cwd=elsewhere, capture_output=True,
+                          text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    found, cases = json.loads(done.stdout)
+    assert found == str(tmp_path / "site" / "pytest_objective_scoring" / "demo_fixtures") and len(cases) == 17
+    data = Path(found)  # and one of its cases grades from there, as the demo does
+    graded = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                             "from pytest_objective_scoring.cli import main; sys.exit(main(sys.argv[2:]))",
+                             str(tmp_path / "site"), "grade", "--repo", str(data / "repos" / "intervals"),
+                             "--instance", str(data / "instances" / "intervals.json"),
+                             "--patch", str(data / "patches" / "intervals" / "gold.diff"), "--no-ledger", "--json"],
+                            cwd=elsewhere, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert graded.returncode == 0, graded.stderr[-2000:]
+    assert json.loads(graded.stdout)["score"]["resolved"] == "resolved"
