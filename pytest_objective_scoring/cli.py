@@ -464,16 +464,18 @@ def _render_runner(writer: Any, envelope: dict[str, Any]) -> None:
 
 
 def find_fixtures(explicit: str | None) -> Path:
+    """``--fixtures DIR``, else the demo data installed with the package (``demo_fixtures``: in a source
+    checkout a link to ``fixtures/``, in a wheel a copy of what the demo needs)."""
     candidates = [Path(explicit)] if explicit else [
-        Path.cwd() / "fixtures",
+        Path(__file__).resolve().parent / "demo_fixtures",
         Path(__file__).resolve().parent.parent / "fixtures",
-        Path(__file__).resolve().parent / "fixtures",
     ]  # fmt: skip
     for path in candidates:
         if (path / "instances").is_dir() and (path / "repos").is_dir():
             return path
     raise CommandError(
-        "no fixtures found (looked in " + ", ".join(map(str, candidates)) + "); run from the source tree or pass --fixtures DIR"
+        "no fixtures found (looked in " + ", ".join(map(str, candidates)) + "); pass --fixtures DIR (a folder with "
+        "instances/, repos/ and patches/), or reinstall the package"
     )
 
 
