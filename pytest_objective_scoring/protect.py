@@ -3,7 +3,9 @@
 A candidate patch is split file by file (with ``unidiff``): a file diff that
 touches anything able to change how tests are collected, run or reported is
 dropped, never applied, and listed with its reason in the envelope. Pure
-functions; this module never imports pytest.
+functions; this module never imports pytest. The patch is scanned, never split into
+a list of lines, and a file diff over :data:`LARGE_DIFF` is read by unidiff a line at
+a time without its hunk lines: the filter's memory stays a small multiple of the patch.
 
 Files are protected by the role they play, not only by their name
 (``docs/untrusted-candidates.md`` explains each):
@@ -37,7 +39,10 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Callable, Final, Iterable, Mapping
+from typing import TYPE_CHECKING, Callable, Final, Iterable, Iterator, Mapping
+
+if TYPE_CHECKING:
+    from unidiff.patch import PatchSet
 
 __all__ = [
     "Dropped",
@@ -45,6 +50,7 @@ __all__ = [
     "RUNNER_MODULES",
     "STDLIB_MODULES",
     "filter_candidate",
+    "is_blank",
     "patch_files",
     "protected_reason",
     "shadowing_reason",
@@ -390,44 +396,89 @@ def _strip(path: str | None) -> str | None:
     return path[2:] if path[:2] in ("a/", "b/") else path
 
 
-def patch_files(patch_text: str) -> list[str]:
-    """Every repository-relative path a diff touches (sources and targets)."""
-    from unidiff.patch import PatchSet
+LARGE_DIFF: Final = 1 << 18
+"""Characters: a diff (or one file diff) longer than this is read by unidiff one line at a time,
+without an object per line or per hunk (:class:`~.symbols.LargeDiff`), so that reading it costs
+about its text; a smaller one (every patch of SWE-bench) is read whole."""
+
+# Where ``str.splitlines`` ends a line: the file diffs are cut, and their headers read, at its lines.
+_LINE_BREAKS: Final = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_BREAK: Final = re.compile(r"\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+
+
+def is_blank(text: str) -> bool:
+    """``not text.strip()`` without a stripped copy of a large text."""
+    return not text or text.isspace()
+
+
+def _line_starts(text: str, prefix: str) -> Iterator[int]:
+    """Where a line of ``text``, as ``str.splitlines`` cuts it, starts with ``prefix``."""
+    at = text.find(prefix)
+    while at >= 0:
+        if at == 0 or text[at - 1] in _LINE_BREAKS:
+            yield at
+        at = text.find(prefix, at + 1)
+
+
+def _next_line(text: str, at: int) -> int:
+    """Where the ``str.splitlines`` line after the one holding ``at`` starts (``len(text)``: none)."""
+    found = _BREAK.search(text, at)
+    return len(text) if found is None else found.end()
+
+
+def _line_at(text: str, at: int) -> str:
+    """The ``str.splitlines`` line of ``text`` starting at ``at``, without its terminator."""
+    found = _BREAK.search(text, at)
+    return text[at:] if found is None else text[at : found.start()]
+
+
+def _lines_of(text: str, start: int = 0) -> Iterator[str]:
+    """``text[start:].splitlines()``, one line at a time."""
+    while start < len(text):
+        yield _line_at(text, start)
+        start = _next_line(text, start)
+
+
+def _parse(text: str) -> PatchSet:
+    """``text`` read by unidiff: whole when it is small, as a :class:`~.symbols.LargeDiff` (a line
+    at a time, the same checks and messages, only the file diffs' headers kept) when it is large."""
     from unidiff.errors import UnidiffParseError
+    from unidiff.patch import PatchSet
 
     try:
-        patch = PatchSet(patch_text)
+        if len(text) > LARGE_DIFF:
+            from .symbols import LargeDiff  # symbols reads diffs with unidiff, and imports this module
+
+            return LargeDiff(text)
+        return PatchSet(text)
     except UnidiffParseError as exc:
         raise PatchParseError(str(exc)) from None
+
+
+def patch_files(patch_text: str) -> list[str]:
+    """Every repository-relative path a diff touches (sources and targets)."""
     paths: dict[str, None] = {}
-    for patched in patch:
+    for patched in _parse(patch_text):
         for candidate in (_strip(patched.source_file), _strip(patched.target_file)):
             if candidate:
                 paths.setdefault(candidate, None)
     return list(paths)
 
 
-def _file_chunks(patch_text: str) -> list[str]:
-    """The patch split into one verbatim chunk per file diff.
+def _file_bounds(patch_text: str) -> list[tuple[int, int]]:
+    """Where each file diff of the patch starts and ends, as offsets into the text.
 
     Git-style patches are cut at their ``diff --git`` lines, so extended headers
     and ``GIT binary patch`` data stay byte for byte; other unified diffs are cut
-    at each ``--- `` / ``+++ `` header pair.
+    at each ``--- `` / ``+++ `` header pair. Lines are ``str.splitlines``'s; the text is
+    scanned, never split into a list of lines.
     """
-    lines = patch_text.splitlines(keepends=True)
-    starts = [i for i, line in enumerate(lines) if line.startswith("diff --git ")]
+    starts = list(_line_starts(patch_text, "diff --git "))
     if not starts:
-        starts = [
-            i
-            for i, line in enumerate(lines)
-            if line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
-        ]
-    if not starts:
-        return []
-    bounds = [*starts[1:], len(lines)]
+        starts = [at for at in _line_starts(patch_text, "--- ") if patch_text.startswith("+++ ", _next_line(patch_text, at))]
     # Text before the first file diff (a mail header, a commit message) is dropped: it changes
     # nothing for git apply, and GNU patch could read a diff of another format hidden there.
-    return ["".join(lines[a:b]) for a, b in zip(starts, bounds, strict=True)]
+    return list(zip(starts, [*starts[1:], len(patch_text)]))
 
 
 _QUOTED = r'"(?:[^"\\]|\\.)*"'
@@ -436,35 +487,39 @@ _GIT_HEADER = re.compile(
 )
 # Lines that start a file diff of another format inside what should be one unified file diff.
 _FOREIGN = re.compile(r"^(\*\*\* |Index: |diff |Only in |Binary files )", re.MULTILINE)
+_INFO_PREFIXES: Final = ("rename from ", "rename to ", "copy from ", "copy to ")
+
+
+def _body_start(chunk: str) -> int:
+    """Where a file diff's text below its ``diff --git`` line starts (all of it for another diff)."""
+    if not chunk.startswith("diff --git "):
+        return 0
+    newline = chunk.find("\n")
+    return len(chunk) if newline < 0 else newline + 1
 
 
 def _chunk_paths(chunk: str) -> list[str]:
-    from unidiff.patch import PatchSet
-    from unidiff.errors import UnidiffParseError
-
+    """The paths one file diff names: unidiff's sides, its ``diff --git`` line's, its renames' and
+    copies'. Raises :class:`PatchParseError` when it is not one unified file diff."""
     paths: dict[str, None] = {}
-    try:
-        for patched in PatchSet(chunk):
-            for candidate in (_strip(patched.source_file), _strip(patched.target_file)):
-                if candidate:
-                    paths.setdefault(candidate, None)
-    except UnidiffParseError as exc:
-        raise PatchParseError(str(exc)) from None
+    for patched in _parse(chunk):
+        for candidate in (_strip(patched.source_file), _strip(patched.target_file)):
+            if candidate:
+                paths.setdefault(candidate, None)
     header = _GIT_HEADER.search(chunk)
     if header:
         for quoted, plain in (("qa", "a"), ("qb", "b")):
             candidate = _strip(header.group(quoted)) if header.group(quoted) else header.group(plain)
             if candidate:
                 paths.setdefault(candidate, None)
-    body = chunk.split("\n", 1)[1] if chunk.startswith("diff --git ") else chunk
-    foreign = _FOREIGN.search(body)
+    foreign = _FOREIGN.search(chunk, _body_start(chunk))
     if foreign:
-        line = body[foreign.start() :].split("\n", 1)[0]
+        end = chunk.find("\n", foreign.start())
+        line = chunk[foreign.start() : end if end >= 0 else len(chunk)]
         raise PatchParseError(f"a file diff of another format is mixed into a unified diff: {line[:200]!r}")
-    for prefix in ("rename from ", "rename to ", "copy from ", "copy to "):
-        for line in chunk.splitlines():
-            if line.startswith(prefix):
-                paths.setdefault(unquote(line[len(prefix) :]), None)
+    for prefix in _INFO_PREFIXES:
+        for at in _line_starts(chunk, prefix):
+            paths.setdefault(unquote(_line_at(chunk, at)[len(prefix) :]), None)
     return list(paths)
 
 
@@ -482,7 +537,7 @@ def _chunk_changes(chunk: str) -> tuple[set[str], set[str]]:
         old = _strip(header.group("qa")) if header.group("qa") else header.group("a")
         new = _strip(header.group("qb")) if header.group("qb") else header.group("b")
     minus: str | None = None
-    for line in chunk.splitlines()[1:] if header else chunk.splitlines():
+    for line in _lines_of(chunk, _next_line(chunk, 0) if header else 0):
         if line.startswith(("@@", "GIT binary patch", "Binary files ")):
             break
         if line.startswith("new file mode") and new:
@@ -541,19 +596,13 @@ def filter_candidate(
     candidate also changes existing files of that module, and a folder is new when the candidate
     creates files in it and changes none there; :func:`snapshot` catches the rest.
     """
-    if not patch_text.strip():
+    if is_blank(patch_text):
         return ProtectionResult("", (), ())
-    chunks = _file_chunks(patch_text)
-    if not chunks:
+    bounds = _file_bounds(patch_text)
+    if not bounds:
         raise PatchParseError("no file diffs found (expected a unified diff with ---/+++ headers)")
     tests = _tests(protected)
-    parsed: list[tuple[str, list[str], set[str], set[str]]] = []
-    for chunk in chunks:
-        paths = _chunk_paths(chunk)
-        if not paths:
-            raise PatchParseError(f"cannot tell which file this diff changes: {chunk.splitlines()[0][:200]!r}")
-        created, removed = _chunk_changes(chunk)
-        parsed.append((chunk, paths, created, removed))
+    parsed = [(bound, *_read_chunk(patch_text[bound[0] : bound[1]])) for bound in bounds]
     all_created = {p for _, _, created, _ in parsed for p in created}
     # every other path a file diff names existed at the base (modified, deleted, renamed or copied from)
     existing = {_norm(p) for _, paths, _, _ in parsed for p in paths} - all_created
@@ -588,17 +637,40 @@ def filter_candidate(
             return shadowing_reason(rel, seen_existing, (), roots)
         return None
 
-    kept_text: list[str] = []
+    kept_bounds: list[tuple[int, int]] = []
     kept: list[str] = []
     dropped: list[Dropped] = []
-    for chunk, paths, created, removed in parsed:
+    for bound, paths, created, removed in parsed:
         hit = next(((p, r) for p in paths if (r := reason_for(p, created, removed))), None)
         if hit:
             dropped.append(Dropped(hit[0], hit[1]))
             continue
         kept.append(paths[-1])
-        kept_text.append(chunk)
-    return ProtectionResult("".join(kept_text), tuple(kept), tuple(dropped))
+        kept_bounds.append(bound)
+    return ProtectionResult(_joined(patch_text, kept_bounds), tuple(kept), tuple(dropped))
+
+
+def _read_chunk(chunk: str) -> tuple[list[str], set[str], set[str]]:
+    """One file diff's paths, and the paths it creates and removes (see :func:`_chunk_changes`)."""
+    paths = _chunk_paths(chunk)
+    if not paths:
+        raise PatchParseError(f"cannot tell which file this diff changes: {_line_at(chunk, 0)[:200]!r}")
+    created, removed = _chunk_changes(chunk)
+    return paths, created, removed
+
+
+def _joined(text: str, bounds: list[tuple[int, int]]) -> str:
+    """The parts of ``text`` between ``bounds``, in order: ``text`` itself when they cover all of it,
+    so that a large candidate kept whole is not copied."""
+    merged: list[list[int]] = []
+    for start, end in bounds:
+        if merged and merged[-1][1] == start:
+            merged[-1][1] = end
+        else:
+            merged.append([start, end])
+    if len(merged) == 1 and merged[0] == [0, len(text)]:
+        return text
+    return "".join(text[start:end] for start, end in merged)
 
 
 def snapshot(root: Path, test_patch_files: Iterable[str] = ()) -> dict[str, str]:

@@ -184,7 +184,7 @@ class _Grading:
         self.runs: list[RunRecord] = []
         self.integrity: list[dict[str, str]] = []
         self.applied = False
-        self.patched: dict[str, str] = {}  # the candidate's Python files as applied, read before any test ran
+        self.patched: dict[str, bytes] = {}  # the candidate's Python files as applied, read before any test ran
         self.build: tuple[bool, str | None] = (False, "the candidate was not applied")
         self.reruns: list[dict[str, Any]] = []
         self.runner: dict[str, Any] = {
@@ -343,13 +343,20 @@ class _Grading:
 
     # -------------------------------------------------------------- scorecard inputs
 
-    def read_python(self, paths: list[str]) -> dict[str, str]:
+    def read_python(self, paths: list[str]) -> dict[str, bytes]:
+        """The changed Python files' bytes, as applied: kept as bytes (what the checks parse), and
+        decoded only when the scorecard asks for one's text (:meth:`patched_text`)."""
         texts = {}
         for path in paths:
             file = self.copy / path
             if path.endswith(".py") and file.is_file():
-                texts[path] = file.read_bytes().decode("utf-8", "surrogateescape")
+                texts[path] = file.read_bytes()
         return texts
+
+    def patched_text(self, path: str) -> str | None:
+        """An applied Python file's text, for the scorecard (None: not one of the candidate's)."""
+        data = self.patched.get(path)
+        return None if data is None else data.decode("utf-8", "surrogateescape")
 
     def build_check(self) -> tuple[bool, str | None]:
         """``patching.build``: the instance's ``build_command`` exits 0, or every patched Python
@@ -365,8 +372,8 @@ class _Grading:
             return False, f"build_command {'timed out' if timed_out else f'exited {code}'}: {tail.strip()}"
         from .symbols import python_check
 
-        for path, text in sorted(self.patched.items()):
-            _, compiles, error = python_check(path, text)
+        for path, data in sorted(self.patched.items()):
+            _, compiles, error = python_check(path, data)
             if not compiles:
                 return False, error
         return True, None
@@ -454,7 +461,7 @@ class _Grading:
 
         notes = []
         try:
-            candidate = touched(self.request.patch.decode("utf-8", "surrogateescape"), base, self.patched.get)
+            candidate = touched(self.request.patch, base, self.patched_text)  # bytes: a large patch is not decoded whole
             well_formed = True
         except PatchError as exc:
             candidate, well_formed = Touched(frozenset(), frozenset(), ()), False
@@ -465,7 +472,7 @@ class _Grading:
                 gold = touched(self.instance.patch, base)
             except PatchError as exc:
                 notes.append(f"the gold patch is not a well-formed diff: localization is not computed ({exc})")
-        parse_errors = [e for _, (ok, _, e) in ((p, python_check(p, t)) for p, t in sorted(self.patched.items())) if not ok]
+        parse_errors = [e for _, (ok, _, e) in ((p, python_check(p, d)) for p, d in sorted(self.patched.items())) if not ok]
         card, details = build_scorecard(
             task_id=self.instance.instance_id, envelope=envelope, instance_fields=self.instance.fields, gold=gold,
             candidate=candidate, applied=self.applied, parse_ok=well_formed and not parse_errors,

@@ -55,7 +55,14 @@ Rules:
 * **Line endings and bytes.** Lines are split at ``\\n`` only, as git does, and compared
   without their terminators, so CRLF files and bases read with universal newlines both
   work; ``\\ No newline at end of file`` is honoured when rebuilding. Texts and diffs are
-  ``str`` decoded from bytes as UTF-8 with ``surrogateescape``.
+  ``str`` decoded from bytes as UTF-8 with ``surrogateescape`` (:func:`touched` also takes the
+  diff's bytes, decoded a line at a time).
+* **Large inputs.** A diff longer than :data:`~.protect.LARGE_DIFF` is read by unidiff without
+  an object per line or per hunk (:class:`LargeDiff`: the same checks and messages) and its
+  hunks' lines are read again from its text whenever they are needed, one at a time; a side whose hunk lines
+  alone are longer than :data:`AST_LIMIT` is located at file level without reading any text;
+  a source larger than :data:`IN_PROCESS_AST` is parsed in a child process whose memory is
+  bounded (:data:`CHECK_MEMORY`), so the grader's own memory stays a small multiple of the diff.
 * **An empty (or whitespace-only) diff** touches nothing. Anything else that is not a
   unified diff raises :class:`PatchError`.
 """
@@ -63,17 +70,55 @@ Rules:
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+import subprocess
+import sys
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from pathlib import Path
+from typing import Any, Final, Literal, Protocol
 
+from unidiff.constants import (
+    LINE_TYPE_ADDED,
+    LINE_TYPE_CONTEXT,
+    LINE_TYPE_EMPTY,
+    LINE_TYPE_NO_NEWLINE,
+    LINE_TYPE_REMOVED,
+    LINE_VALUE_NO_NEWLINE,
+    RE_DIFF_GIT_DELETED_FILE,
+    RE_DIFF_GIT_HEADER,
+    RE_DIFF_GIT_HEADER_NO_PREFIX,
+    RE_DIFF_GIT_HEADER_URI_LIKE,
+    RE_DIFF_GIT_NEW_FILE,
+    RE_HUNK_BODY_LINE,
+    RE_HUNK_EMPTY_BODY_LINE,
+    RE_HUNK_HEADER,
+    RE_NO_NEWLINE_MARKER,
+    RE_SOURCE_FILENAME,
+    RE_TARGET_FILENAME,
+)
 from unidiff.errors import UnidiffParseError
-from unidiff.patch import PatchedFile, PatchSet
+from unidiff.patch import Hunk, Line, PatchedFile, PatchInfo, PatchSet
 
+from . import protect
 from .protect import unquote
 
-__all__ = ["MODULE", "PatchError", "Touched", "apply_hunks", "parse_diff", "python_check", "touched"]
+__all__ = [
+    "MODULE",
+    "FileDiff",
+    "HunkLines",
+    "LargeDiff",
+    "PatchError",
+    "Touched",
+    "apply_hunks",
+    "file_diffs",
+    "parse_diff",
+    "python_check",
+    "touched",
+]
 
 MODULE: Final = "<module>"
 """The qualname of a changed line that no function or class holds."""
@@ -113,56 +158,242 @@ class Touched:
         return cls(frozenset(data["files"]), frozenset(data["symbols"]), tuple(data["unparsable"]))
 
 
+class HunkLines(Protocol):
+    """What this module reads of a hunk: unidiff's :class:`~unidiff.patch.Hunk`, or one of a large
+    diff whose lines are read from its text as they are iterated (:class:`_StreamedHunk`)."""
+
+    source_start: int
+    source_length: int
+    target_start: int
+    target_length: int
+
+    def __iter__(self) -> Iterator[Line]: ...
+
+
+class FileDiff(Protocol):
+    """What this module reads of a file diff: unidiff's :class:`~unidiff.patch.PatchedFile`, or
+    :class:`_StreamedFile`."""
+
+    @property
+    def source_file(self) -> str: ...
+    @property
+    def target_file(self) -> str: ...
+    @property
+    def patch_info(self) -> PatchInfo | None: ...
+    @property
+    def is_binary_file(self) -> bool: ...
+    @property
+    def source_mode(self) -> str | None: ...
+    @property
+    def target_mode(self) -> str | None: ...
+
+    def __iter__(self) -> Iterator[HunkLines]: ...
+
+
 def parse_diff(text: str) -> PatchSet:
     """The diff parsed file by file; an empty or whitespace-only text gives an empty PatchSet.
 
     Raises :class:`PatchError` when unidiff rejects the text, when a non-blank text holds no
     file diff, or when a file diff names no file on either side.
     """
-    if not text.strip():
+    if protect.is_blank(text):
         return PatchSet("")
     try:
         patch = PatchSet(text)
     except UnidiffParseError as exc:
         raise PatchError(f"malformed diff: {exc}") from None
+    _check_files(patch)
+    return patch
+
+
+def _check_files(patch: PatchSet) -> None:
+    """:func:`parse_diff`'s checks of what unidiff accepted: some file diff, and a file for each."""
     if not patch:
         raise PatchError("no file diffs found (expected a unified diff with ---/+++ headers)")
     for patched_file in patch:
         if _side_path(patched_file.source_file) is None and _side_path(patched_file.target_file) is None:
             raise PatchError(f"a file diff names no file (line {patched_file.diff_line_no} of the diff)")
-    return patch
 
 
-def touched(diff_text: str, base: TextOf, patched: TextOf | None = None) -> Touched:
+def touched(diff_text: str | bytes, base: TextOf, patched: TextOf | None = None) -> Touched:
     """The files and entities ``diff_text`` touches (see the module docstring for the rules).
 
     ``base(path)`` returns a file's text at the base, or None when it does not exist there;
     ``patched(path)``, when given, the text after the patch (None: rebuild it from the base).
-    Raises :class:`PatchError` on a malformed diff.
+    The diff may be given as bytes (UTF-8, ``surrogateescape``): a large one is then never
+    decoded whole. Raises :class:`PatchError` on a malformed diff.
     """
     read_base = _cached(base)
     files: set[str] = set()
     symbols: set[str] = set()
     unparsable: set[str] = set()
-    for patched_file in parse_diff(diff_text):
+    for patched_file in file_diffs(diff_text):
         for side, path in _sides(patched_file):
             files.add(path)
             if not _is_python(patched_file, side, path):
                 symbols.add(path)
                 continue
-            numbers = list(_changed_line_numbers(patched_file, side))
-            if not numbers:
+            if next(_changed_line_numbers(patched_file, side), None) is None:
                 continue
-            owners = _side_owners(patched_file, side, path, read_base, patched)
+            too_large = _longer_than_ast_limit(patched_file, side)
+            owners = None if too_large else _side_owners(patched_file, side, path, read_base, patched)
             if owners is None:
                 unparsable.add(path)
                 symbols.add(f"{path}::{MODULE}")
             else:
-                symbols.update(f"{path}::{owners[n] if n < len(owners) else MODULE}" for n in numbers)
+                symbols.update(f"{path}::{owners[n] if n < len(owners) else MODULE}"
+                               for n in _changed_line_numbers(patched_file, side))  # fmt: skip
     return Touched(frozenset(files), frozenset(symbols), tuple(sorted(unparsable)))
 
 
-def apply_hunks(base_text: str | None, patched_file: PatchedFile) -> str | None:
+def file_diffs(diff: str | bytes) -> list[FileDiff]:
+    """The diff's file diffs, checked as :func:`parse_diff` checks them (the same errors).
+
+    A diff up to :data:`~.protect.LARGE_DIFF` characters (bytes) is :func:`parse_diff`'s
+    PatchSet. A longer one is read as a :class:`LargeDiff` (by unidiff, every line checked,
+    without an object per line or per hunk) and each hunk's lines are read again from the diff
+    whenever they are iterated (:class:`_StreamedHunk`): its cost is about the diff itself.
+    """
+    if len(diff) <= protect.LARGE_DIFF:
+        return list(parse_diff(diff if isinstance(diff, str) else diff.decode("utf-8", "surrogateescape")))
+    if all(line.isspace() for _, line in _lines_at(diff)):
+        return []
+    try:
+        large = LargeDiff(diff)
+    except UnidiffParseError as exc:
+        raise PatchError(f"malformed diff: {exc}") from None
+    _check_files(large)
+    headers = [array("q") for _ in large]
+    for index, at in zip(large.hunk_files, large.hunk_headers, strict=True):
+        headers[index].append(at)
+    return [_StreamedFile(patched_file, diff, at) for patched_file, at in zip(large, headers, strict=True)]
+
+
+def _lines_at(diff: str | bytes, start: int = 0) -> Iterator[tuple[int, str]]:
+    """The lines of ``diff[start:]`` as unidiff reads the text (cut after each ``\\n`` only,
+    terminators kept), each with the offset where it starts, one at a time.
+
+    Bytes are decoded a line at a time: the same text as decoding them whole, since a ``\\n``
+    never falls inside a UTF-8 sequence (nor inside an invalid one ``surrogateescape`` keeps).
+    """
+    while start < len(diff):
+        cut = diff.find("\n", start) if isinstance(diff, str) else diff.find(b"\n", start)
+        after = len(diff) if cut < 0 else cut + 1
+        line = diff[start:after]
+        yield start, line if isinstance(line, str) else line.decode("utf-8", "surrogateescape")
+        start = after
+
+
+class LargeDiff(PatchSet):
+    """A large diff read by unidiff a line at a time with ``metadata_only``: every line checked,
+    the same errors as reading it whole, but only the file diffs' headers are kept.
+
+    A hunk is dropped when the next one (or the next file diff) starts: unidiff only ever adds
+    to the last hunk of the last file diff. Where each hunk header line starts, and the index
+    of its file diff, are noted instead (``hunk_headers``, ``hunk_files``): in a diff unidiff
+    accepts, every line that matches its hunk header pattern starts a hunk (hunk lines start
+    with `` ``, ``-``, ``+``, ``\\`` or a line break) of the last file diff begun.
+    """
+
+    def __init__(self, diff: str | bytes) -> None:
+        self.hunk_files = array("q")
+        self.hunk_headers = array("q")
+        super().__init__(self._read(diff), metadata_only=True)
+
+    def append(self, patched_file: PatchedFile) -> None:
+        if self:
+            del self[-1][:]  # a file diff unidiff has left: nothing reads its hunks again
+        super().append(patched_file)
+
+    def _read(self, diff: str | bytes) -> Iterator[str]:
+        for at, line in _lines_at(diff):
+            if self and line.startswith("@@ -") and RE_HUNK_HEADER.match(line):
+                del self[-1][:]  # its hunks so far: unidiff reads only the one this line starts
+                self.hunk_files.append(len(self) - 1)
+                self.hunk_headers.append(at)
+            yield line
+
+
+class _StreamedFile:
+    """A file diff of a :class:`LargeDiff`: unidiff's headers, and hunks made from the diff's text
+    each time they are iterated."""
+
+    def __init__(self, meta: PatchedFile, diff: str | bytes, headers: array[int]) -> None:
+        self.source_file, self.target_file = meta.source_file, meta.target_file
+        self.patch_info = meta.patch_info
+        self.is_binary_file = meta.is_binary_file
+        self.source_mode, self.target_mode = meta.source_mode, meta.target_mode
+        self.diff_line_no = meta.diff_line_no
+        self._diff, self._headers = diff, headers
+
+    def __iter__(self) -> Iterator[HunkLines]:
+        return (_StreamedHunk(self._diff, at, self.target_file) for at in self._headers)
+
+
+class _StreamedHunk:
+    """A hunk of a large diff: its range, read by unidiff from its header line, and lines made
+    from the diff's text as they are iterated, exactly as unidiff makes them (types, values, line
+    numbers, the markers it appends after the hunk), one at a time and not kept."""
+
+    def __init__(self, diff: str | bytes, header: int, target_file: str) -> None:
+        lines = _lines_at(diff, header)
+        _, line = next(lines)
+        found = RE_HUNK_HEADER.match(line)
+        assert found is not None, line
+        hunk = Hunk(*found.groups())
+        self.source_start, self.source_length = hunk.source_start, hunk.source_length
+        self.target_start, self.target_length = hunk.target_start, hunk.target_length
+        self._diff, self._body, self._target_file = diff, next(lines, (len(diff), ""))[0], target_file
+
+    def __iter__(self) -> Iterator[Line]:
+        lines = (line for _, line in _lines_at(self._diff, self._body))
+        source, target = self.source_start, self.target_start
+        source_end, target_end = source + self.source_length, target + self.target_length
+        for text in lines:  # unidiff reads a line before it looks whether the hunk is complete
+            line = _hunk_line(text)
+            if line.line_type in (LINE_TYPE_REMOVED, LINE_TYPE_CONTEXT):
+                line.source_line_no, source = source, source + 1
+            if line.line_type in (LINE_TYPE_ADDED, LINE_TYPE_CONTEXT):
+                line.target_line_no, target = target, target + 1
+            yield line
+            if source == source_end and target == target_end:
+                yield from _appended_lines(lines, self._target_file)
+                return
+
+
+def _hunk_line(text: str) -> Line:
+    """A line of a hunk's body as unidiff reads it (the diff was checked: it is one)."""
+    found = RE_HUNK_BODY_LINE.match(text) or RE_HUNK_EMPTY_BODY_LINE.match(text)
+    assert found is not None, text
+    line_type = found.group("line_type")
+    return Line(found.group("value"), line_type=LINE_TYPE_CONTEXT if line_type == LINE_TYPE_EMPTY else line_type)
+
+
+def _appended_lines(lines: Iterator[str], target_file: str) -> Iterator[Line]:
+    """What unidiff appends to a hunk after its last counted line: a ``\\ No newline`` marker or an
+    empty line each, until a line that ends the hunk. A ``+++`` line repeating the file's target
+    (unidiff only notes its timestamp) does not end it."""
+    for text in lines:
+        if (RE_DIFF_GIT_HEADER.match(text) or RE_DIFF_GIT_HEADER_URI_LIKE.match(text)
+                or RE_DIFF_GIT_HEADER_NO_PREFIX.match(text) or RE_DIFF_GIT_NEW_FILE.match(text)
+                or RE_DIFF_GIT_DELETED_FILE.match(text) or RE_SOURCE_FILENAME.match(text)):  # fmt: skip
+            return
+        target = RE_TARGET_FILENAME.match(text)
+        if target:
+            if target.group("filename") != target_file:
+                return
+            continue
+        if RE_HUNK_HEADER.match(text):
+            return
+        if RE_NO_NEWLINE_MARKER.match(text):
+            yield Line(LINE_VALUE_NO_NEWLINE + "\n", line_type=LINE_TYPE_NO_NEWLINE)
+        elif text == "\n":
+            yield Line("\n", line_type=LINE_TYPE_EMPTY)
+        else:
+            return
+
+
+def apply_hunks(base_text: str | None, patched_file: FileDiff) -> str | None:
     """The file's text after its hunks, applied in memory to ``base_text``.
 
     ``base_text`` None means the file does not exist at the base: that is fine (empty)
@@ -185,7 +416,7 @@ def apply_hunks(base_text: str | None, patched_file: PatchedFile) -> str | None:
         if start < cursor or start + hunk.source_length > len(lines):
             return None
         out.extend(lines[cursor:start])
-        for index, line in enumerate(hunk):
+        for line, following in _with_next(hunk):
             if line.is_removed or line.is_context:
                 number = line.source_line_no
                 if number is None or _bare(lines[number - 1]) != _bare(line.value):
@@ -193,7 +424,7 @@ def apply_hunks(base_text: str | None, patched_file: PatchedFile) -> str | None:
                 if line.is_context:
                     out.append(lines[number - 1])
             elif line.is_added:
-                no_newline = index + 1 < len(hunk) and hunk[index + 1].line_type == "\\"
+                no_newline = following is not None and following.line_type == "\\"
                 value = line.value
                 if no_newline:
                     value = value.removesuffix("\n")
@@ -205,21 +436,44 @@ def apply_hunks(base_text: str | None, patched_file: PatchedFile) -> str | None:
     return "".join(out)
 
 
-def python_check(path: str, text: str) -> tuple[bool, bool, str | None]:
+def _with_next(lines: Iterable[Line]) -> Iterator[tuple[Line, Line | None]]:
+    """Each line with the one after it (None after the last): a hunk is read once, in order."""
+    previous: Line | None = None
+    for line in lines:
+        if previous is not None:
+            yield previous, line
+        previous = line
+    if previous is not None:
+        yield previous, None
+
+
+def python_check(path: str, text: str | bytes) -> tuple[bool, bool, str | None]:
     """Whether ``text`` parses with ``ast`` and compiles with ``compile(..., "exec")``.
 
     Returns ``(parses, compiles, error)``: ``error`` is the first error as
     ``"path:line: message"`` (``"path: message"`` when the error has no line), None when
     both succeed. ``compile`` also catches what the parser accepts but the compiler does
     not (``return`` or ``nonlocal`` at module level, ``await`` outside a function). The
-    text is parsed as bytes (UTF-8 with ``surrogateescape``), so a coding line is honoured.
+    text is parsed as bytes (UTF-8 with ``surrogateescape``; given as bytes, as they are), so a
+    coding line is honoured. A source larger than :data:`IN_PROCESS_AST` is checked in a child
+    process (:func:`_apart`) whose answer is kept for the same path and bytes.
     """
-    try:
-        source = text.encode("utf-8", "surrogateescape")
-    except ValueError as exc:  # a lone surrogate: not text any parser reads
-        return False, False, _message(path, exc)
-    if len(source) > AST_LIMIT:
+    if isinstance(text, str) and len(text) > IN_PROCESS_AST:  # its UTF-8 is no shorter
+        return _checked_apart(path, text)
+    if isinstance(text, str):
+        try:
+            source = text.encode("utf-8", "surrogateescape")
+        except ValueError as exc:  # a lone surrogate: not text any parser reads
+            return False, False, _message(path, exc)
+    else:
+        source = text
+    if len(source) > IN_PROCESS_AST:
         return _checked_apart(path, source)
+    return _check_here(path, source)
+
+
+def _check_here(path: str, source: bytes) -> tuple[bool, bool, str | None]:
+    """:func:`python_check` of UTF-8 source, in this process."""
     try:
         ast.parse(source, filename=path)
     except (SyntaxError, ValueError, RecursionError) as exc:
@@ -231,43 +485,105 @@ def python_check(path: str, text: str) -> tuple[bool, bool, str | None]:
     return True, True, None
 
 
-AST_LIMIT: Final = 1 << 20  # bytes: a larger file is mapped at file level and checked in a process of its own
-CHECK_MEMORY: Final = 2 << 30  # the address space that process may use
+AST_LIMIT: Final = 1 << 20  # characters: a larger file is mapped at file level (its changed lines touch <module>)
+IN_PROCESS_AST: Final = 64 << 10  # characters or bytes: a larger source is parsed in a child process (an AST
+#                                   takes ~60 times its text), never in the grader's own memory
+CHECK_MEMORY: Final = 2 << 30  # the address space that child may use
+_PIECE: Final = 1 << 16  # characters encoded at a time for a child
+_CHECKED: dict[tuple[str, str], tuple[bool, bool, str | None]] = {}  # (path, sha256) -> a child's answer
+_CHECKED_KEPT: Final = 64
 
 
-def _checked_apart(path: str, source: bytes) -> tuple[bool, bool, str | None]:
-    """:func:`python_check` of a very large file in a child process whose memory is bounded: the
-    grader's own memory does not grow with a candidate's file (an AST takes ~60 times the text)."""
-    import subprocess
-    import sys
+def _checked_apart(path: str, text: str | bytes) -> tuple[bool, bool, str | None]:
+    """:func:`python_check` of a large source in a bounded child process (:func:`_apart`).
 
-    script = ("import ast, resource, sys\n"
-              f"resource.setrlimit(resource.RLIMIT_AS, ({CHECK_MEMORY}, {CHECK_MEMORY}))\n"
-              "source = sys.stdin.buffer.read()\n"
-              "try:\n    ast.parse(source, filename=sys.argv[1])\n"
-              "except MemoryError:\n    print('memory'); raise SystemExit\n"
-              "except (SyntaxError, ValueError, RecursionError) as exc:\n"
-              "    print('parse', getattr(exc, 'lineno', '') or '', exc.args[0] if exc.args else exc); raise SystemExit\n"
-              "try:\n    compile(source, sys.argv[1], 'exec', dont_inherit=True)\n"
-              "except MemoryError:\n    print('memory'); raise SystemExit\n"
-              "except (SyntaxError, ValueError, RecursionError) as exc:\n"
-              "    print('compile', getattr(exc, 'lineno', '') or '', exc.args[0] if exc.args else exc); raise SystemExit\n"
-              "print('ok')\n")  # fmt: skip
+    The same path and bytes (the grader checks a candidate's files for its build and again for
+    its scorecard) are checked once. An unencodable text gives the error a whole encode gives."""
     try:
-        done = subprocess.run([sys.executable, "-I", "-S", "-c", script, path], input=source, capture_output=True,
-                              timeout=600)  # fmt: skip
+        digest, size = _digest(text)
+    except ValueError as exc:
+        return False, False, _message(path, exc)
+    key = (path, digest)
+    if key in _CHECKED:
+        return _CHECKED[key]
+    try:
+        answer = _apart("check", path, text)
     except (OSError, subprocess.SubprocessError) as exc:
-        return False, False, f"{path}: {len(source)} bytes: could not be checked ({exc})"
-    word, _, rest = done.stdout.decode("utf-8", "replace").strip().partition(" ")
-    if word == "ok":
-        return True, True, None
-    line, _, message = rest.partition(" ")
-    where = f"{path}:{line}" if line.isdigit() else path
-    if word == "parse":
-        return False, False, f"{where}: {message}"
-    if word == "compile":
-        return True, False, f"{where}: {message}"
-    return False, False, f"{path}: {len(source)} bytes: too large to check within {CHECK_MEMORY >> 30} GiB"
+        return False, False, f"{path}: {size} bytes: could not be checked ({exc})"
+    if isinstance(answer, list):
+        parses, compiles, error = answer
+        result = (bool(parses), bool(compiles), None if error is None else str(error))
+    else:
+        result = (False, False, f"{path}: {size} bytes: too large to check within {CHECK_MEMORY >> 30} GiB")
+    if len(_CHECKED) >= _CHECKED_KEPT:
+        del _CHECKED[next(iter(_CHECKED))]
+    _CHECKED[key] = result
+    return result
+
+
+def _encoded(text: str | bytes) -> Iterator[bytes]:
+    """``text`` as UTF-8 with ``surrogateescape``, a piece at a time (each character encodes on
+    its own, so the pieces join into the whole encoding)."""
+    if isinstance(text, bytes):
+        yield text
+        return
+    for start in range(0, len(text), _PIECE):
+        yield text[start : start + _PIECE].encode("utf-8", "surrogateescape")
+
+
+def _digest(text: str | bytes) -> tuple[str, int]:
+    """sha256 and length of the encoded text. Raises the ``UnicodeEncodeError`` encoding it whole
+    raises (its position is the whole text's)."""
+    digest, size = hashlib.sha256(), 0
+    try:
+        for piece in _encoded(text):
+            digest.update(piece)
+            size += len(piece)
+    except ValueError:
+        if isinstance(text, str):
+            text.encode("utf-8", "surrogateescape")
+        raise
+    return digest.hexdigest(), size
+
+
+def _apart(kind: Literal["check", "scopes"], path: str, text: str | bytes) -> Any:
+    """:func:`_check_here` (``check``) or :func:`_scopes_of` (``scopes``) of ``text``, run by
+    :func:`_apart_main` in a child process of this interpreter with this process's import path
+    and at most :data:`CHECK_MEMORY` of address space: the grader's own memory does not grow
+    with a candidate's file (an AST takes ~60 times its text).
+
+    Returns the child's answer decoded from JSON, or ``"memory"`` when it ends without one (out
+    of memory). Raises OSError or SubprocessError when it cannot run or runs 10 minutes, and
+    the ``UnicodeEncodeError`` of a text that does not encode."""
+    import tempfile
+
+    where = [str(Path(__file__).resolve().parents[1]), *sys.path]
+    script = (f"import sys\nsys.path[:0] = {where!r}\n"
+              "from pytest_objective_scoring.symbols import _apart_main\n_apart_main()\n")  # fmt: skip
+    with tempfile.TemporaryFile() as source:  # written a piece at a time: no encoded copy of a large text
+        for piece in _encoded(text):
+            source.write(piece)
+        source.seek(0)
+        done = subprocess.run([sys.executable, "-I", "-S", "-c", script, kind, path], stdin=source,
+                              capture_output=True, timeout=600)  # fmt: skip
+    try:
+        return json.loads(done.stdout)
+    except ValueError:
+        return "memory"
+
+
+def _apart_main() -> None:
+    """The child of :func:`_apart`: bound its memory, read the source on stdin, print the answer."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (CHECK_MEMORY, CHECK_MEMORY))
+    kind, path = sys.argv[1:3]
+    source = sys.stdin.buffer.read()
+    try:
+        answer: Any = _check_here(path, source) if kind == "check" else _scopes_of(source)
+    except MemoryError:
+        answer = "memory"
+    print(json.dumps(answer))
 
 
 def _message(path: str, exc: BaseException) -> str:
@@ -288,7 +604,7 @@ def _side_path(raw: str | None) -> str | None:
     return path or None
 
 
-def _sides(patched_file: PatchedFile) -> Iterator[tuple[Side, str]]:
+def _sides(patched_file: FileDiff) -> Iterator[tuple[Side, str]]:
     """The touched sides of a file diff: the source unless absent or copied from, the target unless absent."""
     source, target = _side_path(patched_file.source_file), _side_path(patched_file.target_file)
     copied = any(info.startswith("copy from ") for info in patched_file.patch_info or ())
@@ -298,12 +614,12 @@ def _sides(patched_file: PatchedFile) -> Iterator[tuple[Side, str]]:
         yield "target", target
 
 
-def _is_python(patched_file: PatchedFile, side: Side, path: str) -> bool:
+def _is_python(patched_file: FileDiff, side: Side, path: str) -> bool:
     mode = patched_file.source_mode if side == "source" else patched_file.target_mode
     return path.endswith(".py") and not patched_file.is_binary_file and mode not in _NOT_SOURCE_MODES
 
 
-def _changed_line_numbers(patched_file: PatchedFile, side: Side) -> Iterator[int]:
+def _changed_line_numbers(patched_file: FileDiff, side: Side) -> Iterator[int]:
     """The line numbers of one side's non-blank changed lines: removed (source) or added (target)."""
     for hunk in patched_file:
         for line in hunk:
@@ -313,18 +629,38 @@ def _changed_line_numbers(patched_file: PatchedFile, side: Side) -> Iterator[int
                 yield number
 
 
+def _longer_than_ast_limit(patched_file: FileDiff, side: Side) -> bool:
+    """Whether any text of this side that its hunks match is longer than :data:`AST_LIMIT`, read
+    from the hunks alone: hunks in order and apart give distinct lines of that text, and the
+    lines of theirs it must hold are longer than the limit. Such a side is located at file
+    level (as :func:`_owners` would) without reading, splitting or rebuilding a large text."""
+    total = end = 0
+    for hunk in patched_file:
+        start, length = (hunk.source_start, hunk.source_length) if side == "source" else (hunk.target_start, hunk.target_length)
+        if length:
+            if start < end:
+                return False  # hunks out of order or overlapping: the same line may count twice
+            end = start + length
+        for line in hunk:
+            if (line.source_line_no if side == "source" else line.target_line_no) is not None:
+                total += len(_bare(line.value))
+        if total > AST_LIMIT:
+            return True
+    return False
+
+
 def _side_owners(
-    patched_file: PatchedFile, side: Side, path: str, base: TextOf, patched: TextOf | None
+    patched_file: FileDiff, side: Side, path: str, base: TextOf, patched: TextOf | None
 ) -> list[str] | None:
     """Qualname per line number of the side's text, or None when no usable text parses."""
     for text in _candidate_texts(patched_file, side, path, base, patched):
-        if text is not None and _matches(_split_lines(text), patched_file, side):
+        if text is not None and _matches(_TextLines(text), patched_file, side):
             return _owners(text)
     return None
 
 
 def _candidate_texts(
-    patched_file: PatchedFile, side: Side, path: str, base: TextOf, patched: TextOf | None
+    patched_file: FileDiff, side: Side, path: str, base: TextOf, patched: TextOf | None
 ) -> Iterator[str | None]:
     """The side's text: the base for the source; the caller's patched text, then a rebuild, for the target."""
     if side == "source":
@@ -336,31 +672,76 @@ def _candidate_texts(
     yield apply_hunks(base(source) if source is not None else None, patched_file)
 
 
-def _matches(lines: list[str], patched_file: PatchedFile, side: Side) -> bool:
+def _matches(lines: _TextLines, patched_file: FileDiff, side: Side) -> bool:
     """Whether every hunk line of this side equals the text's line at its stated number."""
     for hunk in patched_file:
         for line in hunk:
             number = line.source_line_no if side == "source" else line.target_line_no
             if number is None:
                 continue
-            if not 1 <= number <= len(lines) or _bare(lines[number - 1]) != _bare(line.value):
+            if not 1 <= number <= lines.count or lines.bare(number) != _bare(line.value):
                 return False
     return True
 
 
+class _TextLines:
+    """A text's lines as git counts them (:func:`_split_lines`), by where they start: looking
+    lines of a large text up holds no list of them."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts = array("q", [0])  # 0, then after each \n
+        cut = text.find("\n")
+        while cut >= 0:
+            self.starts.append(cut + 1)
+            cut = text.find("\n", cut + 1)
+        self.count = len(self.starts) - (1 if self.starts[-1] == len(text) else 0)
+
+    def bare(self, number: int) -> str:
+        """Line ``number`` (from 1) without its terminator."""
+        end = self.starts[number] if number < len(self.starts) else len(self.text)
+        return _bare(self.text[self.starts[number - 1] : end])
+
+
 def _owners(text: str) -> list[str] | None:
-    """For each line number (index 0 unused), the qualname holding it; None if it does not parse."""
+    """For each line number (index 0 unused), the qualname holding it; None if it does not parse.
+
+    A text over :data:`AST_LIMIT` is mapped at file level; one over :data:`IN_PROCESS_AST` is
+    parsed in a bounded child process (:func:`_apart`; no answer from it: file level too)."""
     if _LONE_CR.search(text) or len(text) > AST_LIMIT:  # a very large file is mapped at file level
         return None
-    try:
-        tree = ast.parse(text.encode("utf-8", "surrogateescape"))
-    except (SyntaxError, ValueError, RecursionError):
+    scopes = _text_scopes(text)
+    if scopes is None:
         return None
-    owners = [MODULE] * (len(_split_lines(text)) + 2)
-    for start, end, qualname in _scopes(tree, ""):  # outer scopes first, so inner ones overwrite them
+    owners = [MODULE] * (text.count("\n") + (0 if text.endswith("\n") or not text else 1) + 2)
+    for start, end, qualname in scopes:  # outer scopes first, so inner ones overwrite them
         end = min(end, len(owners) - 1)
         owners[start : end + 1] = [qualname] * (end + 1 - start)
     return owners
+
+
+def _text_scopes(text: str) -> list[tuple[int, int, str]] | None:
+    """:func:`_scopes_of` of a text's UTF-8: in this process up to :data:`IN_PROCESS_AST` bytes,
+    else in a bounded child (:func:`_apart`). None when it does not encode or parse, or when the
+    child gives no answer (the file is then located at file level)."""
+    try:
+        if len(text) <= IN_PROCESS_AST:
+            source = text.encode("utf-8", "surrogateescape")
+            if len(source) <= IN_PROCESS_AST:
+                return _scopes_of(source)
+        answer = _apart("scopes", "<text>", text)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    return [(int(start), int(end), str(name)) for start, end, name in answer] if isinstance(answer, list) else None
+
+
+def _scopes_of(source: bytes) -> list[tuple[int, int, str]] | None:
+    """:func:`_scopes` of the module ``source`` holds, or None if it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    return list(_scopes(tree, ""))
 
 
 def _scopes(node: ast.AST, prefix: str) -> Iterator[tuple[int, int, str]]:

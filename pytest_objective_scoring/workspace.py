@@ -6,12 +6,14 @@ strategy) inside the copy; the user's repository is only ever read.
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import stat
 import subprocess
+import tempfile
 from pathlib import Path
-from typing import Any, Final, Mapping, Sequence
+from typing import IO, Any, Final, Mapping, Sequence
 
 from . import protect
 
@@ -44,6 +46,8 @@ GIT_IDENTITY: Final = (
 )  # fmt: skip
 GIT_ENV: Final = {"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "GIT_NO_REPLACE_OBJECTS": "1",
                   "GIT_ATTR_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
+OUTPUT_KEPT: Final = 1000  # characters of an apply strategy's output kept in the envelope
+_OUTPUT_READ: Final = 1 << 16  # bytes read from the end of a long output
 NOT_SOURCE_DIRS: Final = frozenset({"tests", "test", "testing", "docs", "doc", "examples", "benchmarks", "build", "dist"})
 
 
@@ -148,23 +152,50 @@ def reset(copy: Path, baseline: str) -> None:
 
 def apply_candidate(copy: Path, baseline: str, patch_file: Path, text: str) -> tuple[str | None, list[dict[str, Any]]]:
     """Try each strategy in turn; return the one that worked (or None) and every attempt."""
-    if not text.strip():
+    if protect.is_blank(text):
         return "nothing to apply", []
     attempts = []
     for name, command in APPLY_STRATEGIES:
         try:
-            result = subprocess.run(
-                [*command, str(patch_file)], cwd=copy, capture_output=True, text=True, errors="replace",
-                stdin=subprocess.DEVNULL, env={**base_env(), **GIT_ENV},
-            )  # fmt: skip
-            ok, output = result.returncode == 0, (result.stdout + result.stderr).strip()
+            code, output = _run_for_output([*command, str(patch_file)], copy)
+            ok = code == 0
         except OSError as exc:
             ok, output = False, f"{command[0]} is not available: {exc.strerror}"
-        attempts.append({"strategy": name, "ok": ok, "output": output[-1000:]})
+        attempts.append({"strategy": name, "ok": ok, "output": output[-OUTPUT_KEPT:]})
         if ok:
             return name, attempts
         reset(copy, baseline)
     return None, attempts
+
+
+def _run_for_output(command: list[str], cwd: Path) -> tuple[int, str]:
+    """Run an apply strategy: its exit status and its output, stdout then stderr, stripped, as
+    ``capture_output=True, text=True, errors="replace"`` gives them; only its end is used, so the
+    output goes to files and only their ends are read (a strategy may print a line per hunk of a
+    huge patch: the grader's memory does not grow with it)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        done = subprocess.run(command, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                              env={**base_env(), **GIT_ENV})  # fmt: skip
+        return done.returncode, (_output_end(out) + _output_end(err)).strip()
+
+
+def _output_end(handle: IO[bytes]) -> str:
+    """A captured output decoded as subprocess's text mode decodes it (the locale's encoding, errors
+    replaced, universal newlines): its last ``_OUTPUT_READ`` bytes when they hold twice
+    ``OUTPUT_KEPT`` characters of text (a character cut where they start is then far from the end
+    kept), all of it otherwise."""
+    size = handle.seek(0, os.SEEK_END)
+    if size > _OUTPUT_READ:
+        handle.seek(size - _OUTPUT_READ)
+        text = _decoded(handle.read())
+        if len(text.strip()) >= 2 * OUTPUT_KEPT:
+            return text
+    handle.seek(0)
+    return _decoded(handle.read())
+
+
+def _decoded(data: bytes) -> str:
+    return io.TextIOWrapper(io.BytesIO(data), errors="replace").read()
 
 
 def restore_files(copy: Path, baseline: str, paths: Sequence[str]) -> list[str]:

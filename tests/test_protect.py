@@ -11,6 +11,7 @@ from typing import Callable
 
 import pytest
 
+from pytest_objective_scoring import protect
 from pytest_objective_scoring.protect import (
     INIT_ABSENT,
     INIT_PRESENT,
@@ -402,6 +403,105 @@ def test_filter_candidate_garbage_raises(text: str) -> None:
 
 def test_patch_parse_error_is_a_value_error() -> None:
     assert issubclass(PatchParseError, ValueError)
+
+
+# --- large candidates: read a line at a time, the same decisions and messages ------------------
+
+_ONE = "diff --git a/pkg/x.py b/pkg/x.py\n--- a/pkg/x.py\n+++ b/pkg/x.py\n@@ -1 +1 @@\n-a\n+b\n"
+READ_CASES = {
+    "git-multi-file": _ONE + "diff --git a/docs/data.txt b/docs/data.txt\n--- a/docs/data.txt\n+++ b/docs/data.txt\n"
+    "@@ -1,2 +1,2 @@\n keep\n-a\n+b\n\\ No newline at end of file\n",
+    "plain-with-preamble": "Subject: fix\n\n--- a/pkg/x.py\n+++ b/pkg/x.py\n@@ -1,2 +1,2 @@\n keep\n-a\n+b\n"
+    "--- a/conftest.py\n+++ b/conftest.py\n@@ -1 +1 @@\n-a\n+b\n",
+    "crlf": _ONE.replace("\n", "\r\n") + "diff --git a/tests/test_x.py b/tests/test_x.py\r\n--- a/tests/test_x.py\r\n"
+    "+++ b/tests/test_x.py\r\n@@ -1 +1 @@\r\n-a\r\n+b\r\n",
+    "rename-out-of-tests": "diff --git a/tests/helpers.py b/pkg/helpers.py\nsimilarity index 100%\n"
+    "rename from tests/helpers.py\nrename to pkg/helpers.py\n",
+    "copy": "diff --git a/pkg/x.py b/pkg/y.py\nsimilarity index 90%\ncopy from pkg/x.py\ncopy to pkg/y.py\n"
+    "--- a/pkg/x.py\n+++ b/pkg/y.py\n@@ -1 +1 @@\n-a\n+b\n",
+    "new-and-deleted": "diff --git a/pkg/new.py b/pkg/new.py\nnew file mode 100644\n--- /dev/null\n+++ b/pkg/new.py\n"
+    "@@ -0,0 +1,2 @@\n+x = 1\n+\n" "diff --git a/pkg/old.py b/pkg/old.py\ndeleted file mode 100644\n--- a/pkg/old.py\n"
+    "+++ /dev/null\n@@ -1 +0,0 @@\n-x = 1\n",
+    "shadowing": "diff --git a/json.py b/json.py\nnew file mode 100644\n--- /dev/null\n+++ b/json.py\n@@ -0,0 +1 @@\n+x = 1\n",
+    "binary": "diff --git a/pkg/logo.png b/pkg/logo.png\nindex 1..2 100644\nGIT binary patch\nliteral 3\nKcmZ>A0000\n\n"
+    "literal 0\nKcmV+b0RR6000031\n\n",
+    "quoted": 'diff --git "a/pkg/caf\\303\\251.py" "b/pkg/caf\\303\\251.py"\n--- "a/pkg/caf\\303\\251.py"\n'
+    '+++ "b/pkg/caf\\303\\251.py"\n@@ -1 +1 @@\n-a\n+b\n',
+    "cut-at-a-form-feed": "From: x\r" + _ONE.removesuffix("\n") + "\x0cdiff --git a/conftest.py b/conftest.py\n"
+    "--- a/conftest.py\n+++ b/conftest.py\n@@ -1 +1 @@\n-a\n+b\n",
+    "lone-header": "diff --git a/pkg/x.py b/pkg/x.py",
+    "prose": "this is not a diff\njust words\n",
+    "truncated-hunk": "--- a/x.py\n+++ b/x.py\n@@ -1,3 +1,3 @@\n-a\n",
+    "short-hunk": "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n-a\n+b\n",
+    "bad-line": "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n*a\n",
+    "target-without-source": "diff --git a/x.py b/x.py\n+++ b/y.py\n@@ -1 +1 @@\n-a\n+b\n",
+    "context-diff-mixed-in": _ONE + "*** a/pkg/x.py\n--- b/pkg/x.py\n",
+    "index-line-mixed-in": _ONE + "Index: pkg/x.py\n",
+    "no-file": "diff --git x\n@@ -1 +1 @@\n-a\n+b\n",
+}  # fmt: skip
+
+
+def _outcome(text: str) -> object:
+    """What the filter makes of ``text`` (the instance's tests: tests/test_x.py), or its error."""
+    try:
+        result = filter_candidate(text, ["tests/test_x.py"])
+    except PatchParseError as exc:
+        return f"PatchParseError: {exc}"
+    return result.patch, result.kept, result.dropped
+
+
+@pytest.mark.parametrize("name", list(READ_CASES))
+def test_large_file_diffs_are_read_as_small_ones(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every file diff read as a large one is (a line at a time, unidiff's ``metadata_only``): the
+    same paths, decisions, kept text and error messages as reading it whole."""
+    text = READ_CASES[name]
+    whole = _outcome(text)
+    try:
+        files = patch_files(text)
+    except PatchParseError as exc:
+        files = [f"PatchParseError: {exc}"]
+    monkeypatch.setattr(protect, "LARGE_DIFF", 0)
+    assert _outcome(text) == whole
+    try:
+        assert patch_files(text) == files
+    except PatchParseError as exc:
+        assert [f"PatchParseError: {exc}"] == files
+
+
+def test_file_diffs_are_cut_at_the_lines_str_splitlines_sees() -> None:
+    """A file diff starts at a line ``str.splitlines`` cuts (here after a form feed), not only after
+    ``\\n``: a conftest.py hidden that way is still a file diff of its own, and dropped."""
+    result = filter_candidate(READ_CASES["cut-at-a-form-feed"])
+    assert result.kept == ("pkg/x.py",)
+    assert result.dropped == (Dropped("conftest.py", "conftest.py (pytest hooks and fixtures)"),)
+    assert result.patch == _ONE.removesuffix("\n") + "\x0c"
+    assert filter_candidate(READ_CASES["lone-header"]).kept == ("pkg/x.py",)  # a diff --git line without a newline
+
+
+def _big_module(lines: int) -> str:
+    header = f"diff --git a/pkg/big.py b/pkg/big.py\nnew file mode 100644\n--- /dev/null\n+++ b/pkg/big.py\n@@ -0,0 +1,{lines} @@\n"
+    return header + "".join(f"+x_{i} = {i}\n" for i in range(lines))
+
+
+def test_a_large_candidate_is_filtered_as_a_small_one() -> None:
+    """A candidate larger than LARGE_DIFF: kept as it is (the very text, not a copy), its protected
+    file diffs dropped, and a broken one refused with unidiff's own messages."""
+    big = _big_module(40_000)
+    assert len(big) > protect.LARGE_DIFF
+    result = filter_candidate(big)
+    assert (result.kept, result.dropped) == (("pkg/big.py",), ())
+    assert result.patch is big
+    conftest = "diff --git a/conftest.py b/conftest.py\n--- a/conftest.py\n+++ b/conftest.py\n@@ -1 +1 @@\n-a\n+b\n"
+    result = filter_candidate(conftest + big + _ONE)
+    assert result.kept == ("pkg/big.py", "pkg/x.py") and [d.path for d in result.dropped] == ["conftest.py"]
+    assert result.patch == big + _ONE
+    assert patch_files(big + conftest) == ["pkg/big.py", "conftest.py"]
+    with pytest.raises(PatchParseError, match="^Hunk is shorter than expected$"):
+        filter_candidate(big.replace("+1,40000 @@", "+1,40001 @@"))
+    with pytest.raises(PatchParseError, match="^Hunk diff line expected: x_7 = 7\\n$"):
+        filter_candidate(big.replace("+x_7 = 7\n", "x_7 = 7\n"))
+    with pytest.raises(PatchParseError, match="another format is mixed into a unified diff: '\\*\\*\\* a/pkg/big.py'"):
+        filter_candidate(big + "*** a/pkg/big.py\n")
 
 
 @needs_git

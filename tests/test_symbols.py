@@ -11,12 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from pytest_objective_scoring import protect, symbols
 from pytest_objective_scoring.protect import unquote
 from pytest_objective_scoring.symbols import (
     MODULE,
+    FileDiff,
     PatchError,
     Touched,
     apply_hunks,
+    file_diffs,
     parse_diff,
     python_check,
     touched,
@@ -59,6 +62,19 @@ def texts(files: Files) -> Callable[[str], str | None]:
 
 def share(part: frozenset[str], whole: frozenset[str]) -> float:
     return len(part & whole) / len(whole)
+
+
+def shape(files: list[FileDiff]) -> list[object]:
+    """Everything this module reads of parsed file diffs: headers, ranges and every hunk line."""
+    return [(f.source_file, f.target_file, f.is_binary_file, f.source_mode, f.target_mode, list(f.patch_info or []),
+             [(h.source_start, h.source_length, h.target_start, h.target_length,
+               [(line.line_type, line.value, line.source_line_no, line.target_line_no) for line in h]) for h in f])
+            for f in files]  # fmt: skip
+
+
+def streamed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read every diff as a large one: unidiff's metadata_only, and hunk lines streamed from the text."""
+    monkeypatch.setattr(protect, "LARGE_DIFF", 0)
 
 
 # --- the fixture patches ---------------------------------------------------------------------
@@ -118,10 +134,16 @@ FIXTURE_CASES = {
 
 
 @pytest.mark.parametrize(("project", "candidate"), list(FIXTURE_CASES), ids=[f"{p}-{c}" for p, c in FIXTURE_CASES])
-def test_fixture_patches(project: str, candidate: str) -> None:
+def test_fixture_patches(project: str, candidate: str, monkeypatch: pytest.MonkeyPatch) -> None:
     files, symbols, unparsable = FIXTURE_CASES[project, candidate]
-    result = touched(fixture_diff(project, candidate), repo_base(project))
+    diff = fixture_diff(project, candidate)
+    result = touched(diff, repo_base(project))
     assert result == Touched(frozenset(files), frozenset(symbols), unparsable)
+    whole = shape(list(parse_diff(diff)))
+    streamed(monkeypatch)  # read as a large diff is, from the text or its bytes: the same lines, the same answer
+    for given in (diff, diff.encode("utf-8", "surrogateescape")):
+        assert shape(file_diffs(given)) == whole
+        assert touched(given, repo_base(project)) == result
 
 
 def test_fixture_localization_known_answers() -> None:
@@ -229,6 +251,9 @@ def git_diff(tmp_path: Path) -> Callable[..., str]:
         new = _git(root, "write-tree").strip()
         diff = _git(root, "diff", "--no-ext-diff", "--no-color", "-M", *flags, old, new)
         final = {**before, **after}
+        with pytest.MonkeyPatch.context() as patch:
+            streamed(patch)
+            assert shape(file_diffs(diff)) == shape(list(parse_diff(diff)))
         for patched_file in parse_diff(diff):
             source, target = repo_path(patched_file.source_file), repo_path(patched_file.target_file)
             if patched_file.is_binary_file or target is None:
@@ -558,10 +583,14 @@ def test_empty_diff_touches_nothing(text: str) -> None:
     ],
     ids=["prose", "short-hunk", "no-source-header", "bad-line", "no-path"],
 )
-def test_malformed_diff(text: str, message: str) -> None:
+def test_malformed_diff(text: str, message: str, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(PatchError, match=message):
         touched(text, texts({}))
     assert issubclass(PatchError, ValueError)
+    streamed(monkeypatch)
+    for given in (text, text.encode()):
+        with pytest.raises(PatchError, match=message):
+            touched(given, texts({}))
 
 
 # --- apply_hunks -------------------------------------------------------------------------------
@@ -617,3 +646,108 @@ def test_touched_round_trips_through_a_dict() -> None:
     result = touched(fixture_diff("csvlite", "noapply"), repo_base("csvlite"))
     assert result.to_dict() == {"files": [PARSER], "symbols": [f"{PARSER}::<module>"], "unparsable": [PARSER]}
     assert Touched.from_dict(result.to_dict()) == result
+
+
+# --- large diffs and sources ---------------------------------------------------------------------
+
+# What unidiff does around hunks, which a large diff's streamed hunks must do alike.
+STREAM_CASES = {
+    "marker-after-the-last-line": "--- a/pkg/m.py\n+++ b/pkg/m.py\n@@ -1,2 +1,2 @@\n-a\n+A\n b\n\\ No newline at end of file\n",
+    "marker-inside-a-hunk": "--- a/pkg/m.py\n+++ b/pkg/m.py\n@@ -1,2 +1,2 @@\n-a\n\\ No newline at end of file\n+b\n c\n",
+    "blank-lines-after-a-hunk": "--- a/pkg/m.py\n+++ b/pkg/m.py\n@@ -1 +1 @@\n-a\n+b\n\n\n\\ No newline at end of file\n"
+    "@@ -5 +5 @@\n-c\n+d\n",
+    "target-repeated-after-a-hunk": "--- a/pkg/m.py\n+++ b/pkg/m.py\n@@ -1 +1 @@\n-a\n+b\n+++ b/pkg/m.py\n"
+    "\\ No newline at end of file\n",
+    "empty-hunk": "--- a/pkg/m.py\n+++ b/pkg/m.py\n@@ -0,0 +0,0 @@\n\\ No newline at end of file\n",
+    "empty-lines-in-a-hunk": "--- a/pkg/m.py\n+++ b/pkg/m.py\n@@ -1,4 +1,4 @@\n a\n\n\r\n-b\n+c\n",
+    "lone-carriage-returns": "--- a/pkg/m.py\n+++ b/pkg/m.py\n@@ -1,2 +1,2 @@\n x = 1\rdef f():\n-a\r\n+b\r\n",
+    "plain-files-with-words-between": "words\n--- a/pkg/a.py\n+++ b/pkg/a.py\n@@ -1 +1 @@\n-a\n+b\nmore words\n"
+    "--- a/pkg/b.py\n+++ b/pkg/b.py\n@@ -2,0 +3 @@\n+c\n",
+    "git-new-deleted-renamed": "diff --git a/pkg/n.py b/pkg/n.py\nnew file mode 100755\n--- /dev/null\n+++ b/pkg/n.py\n"
+    "@@ -0,0 +1 @@\n+x = 1\ndiff --git a/pkg/o.py b/pkg/o.py\ndeleted file mode 100644\n--- a/pkg/o.py\n+++ /dev/null\n"
+    "@@ -1 +0,0 @@\n-y = 2\ndiff --git a/pkg/p.py b/pkg/q.py\nsimilarity index 90%\nrename from pkg/p.py\n"
+    "rename to pkg/q.py\nindex 1..2 100644\n--- a/pkg/p.py\n+++ b/pkg/q.py\n@@ -1 +1 @@\n-z = 3\n+z = 4\n",
+    "binary": "diff --git a/x.bin b/x.bin\nindex 1..2 100644\nBinary files a/x.bin and b/x.bin differ\n"
+    "diff --git a/pkg/m.py b/pkg/m.py\n--- a/pkg/m.py\n+++ b/pkg/m.py\n@@ -1 +1 @@\n-a\n+b\n",
+    "not-utf8": "--- a/pkg/m.py\n+++ b/pkg/m.py\n@@ -1 +1 @@\n-x = '\udce9'\n+x = '\udce8'\n",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(STREAM_CASES))
+def test_large_diffs_give_unidiffs_lines(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A diff read as a large one gives the lines unidiff gives reading it whole (values, types,
+    numbers, the markers and empty lines it appends after a hunk), and so the same answer."""
+    diff = STREAM_CASES[name]
+    base = texts({"pkg/m.py": "a\nb\nc\nd\ne\n", "pkg/o.py": "y = 2\n", "pkg/p.py": "z = 3\n"})
+    whole, answer = shape(list(parse_diff(diff))), touched(diff, base)
+    streamed(monkeypatch)
+    for given in (diff, diff.encode("utf-8", "surrogateescape")):
+        assert shape(file_diffs(given)) == whole
+        assert touched(given, base) == answer
+
+
+def _new_module(path: str, body: str) -> str:
+    lines = body.splitlines(keepends=True)
+    added = "".join("+" + line for line in lines)
+    return f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{len(lines)} @@\n{added}"
+
+
+def test_a_module_larger_than_the_ast_limit_is_located_at_file_level() -> None:
+    """A large diff (its bytes, as the runner passes them) adding a module over AST_LIMIT: read
+    without a text of the module, at file level, as before; a Python file after it is located."""
+    body = "".join(f"x_{i} = {i}\n" for i in range(symbols.AST_LIMIT // 8))
+    diff = _new_module("pkg/big.py", body) + _new_module("pkg/small.py", "def f():\n    return 1\n")
+    assert len(diff) > protect.LARGE_DIFF and len(body) > symbols.AST_LIMIT
+    expected = Touched(frozenset({"pkg/big.py", "pkg/small.py"}),
+                       frozenset({"pkg/big.py::<module>", "pkg/small.py::f"}), ("pkg/big.py",))  # fmt: skip
+    assert touched(diff.encode(), texts({})) == expected
+    assert touched(diff, texts({}), texts({"pkg/big.py": body})) == expected
+    large = symbols.LargeDiff(diff)  # headers only: a hunk is dropped once unidiff has left it
+    assert [len(f) for f in large] == [0, 1] and list(large.hunk_files) == [0, 1]
+    with pytest.raises(PatchError, match="^malformed diff: Hunk is shorter than expected$"):
+        touched(_new_module("pkg/big.py", body).replace("+x_9 = 9\n", "").encode(), texts({}))
+    with pytest.raises(PatchError, match="^malformed diff: Hunk diff line expected: diff --git a/pkg/small.py"):
+        touched(diff.replace("+x_9 = 9\n", "").encode(), texts({}))
+
+
+def test_hunks_that_overlap_are_never_taken_for_a_long_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hunk lines longer than AST_LIMIT mean a longer text only when the hunks are distinct lines:
+    overlapping ones are located in the (short) base as ever."""
+    monkeypatch.setattr(symbols, "AST_LIMIT", 50)
+    diff = "--- a/pkg/m.py\n+++ b/pkg/m.py\n" + "@@ -2 +2 @@\n-    return 1\n+    return 2\n" * 10
+    result = touched(diff, texts({"pkg/m.py": "def f():\n    return 1\n"}))
+    assert result == Touched(frozenset({"pkg/m.py"}), syms("f", MODULE), ("pkg/m.py",))  # the rebuild overlaps
+    ordered = "--- a/pkg/m.py\n+++ b/pkg/m.py\n" + "".join(f"@@ -{i} +{i} @@\n-x_{i} = {i}\n+x_{i} = 0\n" for i in range(1, 11))
+    base = "".join(f"x_{i} = {i}\n" for i in range(1, 11))
+    assert touched(ordered, texts({"pkg/m.py": base})) == Touched(frozenset({"pkg/m.py"}), syms(MODULE), ("pkg/m.py",))
+
+
+def test_symbols_of_sources_parsed_apart(git_diff: Callable[..., str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past IN_PROCESS_AST a text's defs are found in a child process: the same symbols."""
+    after = FUNCS.replace("retries = 3", "retries = 5").replace("return x + 1", "return x + 2")
+    diff = git_diff({"pkg/m.py": FUNCS}, {"pkg/m.py": after})
+    expected = touched(diff, texts({"pkg/m.py": FUNCS}))
+    assert expected.symbols == syms("first", "Config")
+    monkeypatch.setattr(symbols, "IN_PROCESS_AST", 16)
+    assert touched(diff, texts({"pkg/m.py": FUNCS})) == expected
+    broken = texts({"pkg/m.py": FUNCS + "def oops(:\n"})  # the child finds no parse: file level
+    assert touched(diff, broken) == Touched(frozenset({"pkg/m.py"}), syms(MODULE), ("pkg/m.py",))
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["def f():\n    return 1\n", "x = 1\ny = (\n", "def f():\n    pass\nreturn 1\n", "x = 1\x00\n",
+     decode(b"x = '\xe9'\n"), "x = '\ud800'\n", decode(b"# coding: latin-1\nx = '\xe9'\n")],
+    ids=["valid", "syntax-error", "compile-error", "null-byte", "not-utf8", "lone-surrogate", "latin-1"],
+)  # fmt: skip
+def test_python_check_apart_answers_as_in_process(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A source past IN_PROCESS_AST is checked by a bounded child: the same answer and message;
+    bytes give the answer of their text."""
+    expected = python_check("pkg/m.py", text)
+    if "\ud800" not in text:
+        assert python_check("pkg/m.py", text.encode("utf-8", "surrogateescape")) == expected
+    monkeypatch.setattr(symbols, "IN_PROCESS_AST", 4)
+    assert python_check("pkg/m.py", text) == expected
+    assert python_check("pkg/m.py", text) == expected  # kept: not checked again
+    if "\ud800" not in text:
+        assert python_check("pkg/m.py", text.encode("utf-8", "surrogateescape")) == expected
