@@ -203,12 +203,19 @@ def cmd_grade(args: argparse.Namespace) -> int:
         keep=args.keep,
         network=args.allow_network,
         hidden=_hidden(args),
+        select=args.select,
+        progress=None if args.quiet else _progress_line,
     )
     try:
         result = grade_candidate(request)
     except BadInput as exc:
         raise CommandError(str(exc)) from None
     return _finish_grade(args, result.envelope, "runner", exit_code=result.exit_code, instance_fields=instance.fields)
+
+
+def _progress_line(text: str) -> None:
+    """One line on standard error (standard output stays the result's, ``--json`` included)."""
+    print(f"objective-score grade: {text}", file=sys.stderr, flush=True)
 
 
 def _finish_grade(args: argparse.Namespace, envelope: dict[str, Any], source: str, exit_code: int,
@@ -570,6 +577,12 @@ def build_parser() -> argparse.ArgumentParser:
                        "--python is then the interpreter inside the image (default: python3; SWE-bench's conda env "
                        "with --image swebench)")  # fmt: skip
     _add_patch_limit(grade)
+    grade.add_argument("--select", action="store_true",
+                       help="Run only the tests the instance lists (every other test of their files is deselected, as "
+                       "the plugin's --objective-select does); the envelope's runner.scope says which was run")  # fmt: skip
+    grade.add_argument("--quiet", action="store_true",
+                       help="No progress lines on standard error (by default a test run longer than 5 s says how far "
+                       "it is every 10 s)")  # fmt: skip
     grade.add_argument("--max-output", metavar="BYTES", type=int, default=64 << 20,
                        help="Stop a test run that writes more output than this (failure class output_limit when the "
                        "control run does not; default 64 MiB)")  # fmt: skip

@@ -555,6 +555,46 @@ class Shuffler(object):
         random.Random(self.seed).shuffle(items)
 
 
+def _ascii_escaped(nodeid):
+    # type: (str) -> str
+    """The id as pytest writes non-ASCII parameter ids by default (as the grader's scorer spells it)."""
+    if "[" not in nodeid or (all(ord(c) < 128 for c in nodeid) and nodeid.isprintable() and "\\" not in nodeid):
+        return nodeid
+    head, _, params = nodeid.partition("[")
+    return head + "[" + params.encode("unicode_escape").decode("ascii")
+
+
+class ListedOnly(object):
+    """``grade --select``: deselect every collected test the instance does not list, matched as the
+    grader matches (either spelling of an escaped id; an id cut at whitespace stands for every test
+    continuing it with whitespace in strict mode, for every test it prefixes in SWE-bench's)."""
+
+    def __init__(self, spec):
+        # type: (Dict[str, Any]) -> None
+        self.strict = bool(spec.get("strict", True))
+        self.listed = set(spec.get("listed") or [])
+        self.cuts = tuple(spec.get("cuts") or [])
+
+    def wanted(self, nodeid):
+        # type: (str) -> bool
+        spellings = (nodeid, _ascii_escaped(nodeid)) if self.strict else (nodeid,)
+        for spelling in spellings:
+            if spelling in self.listed:
+                return True
+            for cut in self.cuts:
+                if spelling.startswith(cut) and (not self.strict or (len(spelling) > len(cut) and spelling[len(cut)].isspace())):
+                    return True
+        return False
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        # type: (Any, Any) -> None
+        kept = [item for item in items if self.wanted(item.nodeid)]
+        if len(kept) != len(items):
+            config.hook.pytest_deselected(items=[item for item in items if not self.wanted(item.nodeid)])
+            items[:] = kept
+
+
 def pytest_configure(config):
     # type: (Any) -> None
     if _CHANNEL is None and not os.environ.get(ENV_ACTIVE):
@@ -562,6 +602,10 @@ def pytest_configure(config):
     seed = os.environ.get("OBJECTIVE_SCORING_SHUFFLE_SEED")
     if seed:
         config.pluginmanager.register(Shuffler(int(seed)), "objective-scoring-shuffler")
+    selection = os.environ.get("OBJECTIVE_SCORING_SELECT")
+    if selection:
+        with open(selection, encoding="utf-8") as handle:
+            config.pluginmanager.register(ListedOnly(json.load(handle)), "objective-scoring-listed-only")
     if not config.pluginmanager.has_plugin("objective-scoring-flagger"):
         config.pluginmanager.register(ReportFlagger(), "objective-scoring-flagger")
     if not hasattr(config, "workerinput") and _CHANNEL is not None:

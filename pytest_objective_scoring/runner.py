@@ -33,7 +33,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Mapping
+from typing import Any, Callable, Final, Mapping
 
 from . import envelope as env
 from . import liveness, protect
@@ -53,6 +53,7 @@ from .testrun import (
     run_process,
     run_in_container,
     run_tests,
+    selection,
 )
 from .workspace import (
     BadInput,
@@ -71,7 +72,9 @@ from .workspace import (
 __all__ = ["BadInput", "GradeRequest", "GradeResult", "InfraFailure", "grade_candidate", "network_isolation"]
 
 EXIT_RESOLVED, EXIT_NOT_RESOLVED, EXIT_BAD_INPUT, EXIT_INFRA = 0, 1, 2, 3
-MAX_PATCH_BYTES: Final = 16 << 20  # SWE-bench patches are kilobytes; the grader's memory is ~20 times a patch
+PROGRESS_AFTER: Final = 5.0  # seconds of a test run before progress is told (short runs stay quiet)
+PROGRESS_EVERY: Final = 10.0  # then at most one line this often
+MAX_PATCH_BYTES: Final = 16 << 20  # SWE-bench patches are kilobytes; the grader holds about 3 copies of one
 AUDIT_KINDS: Final = {"code_replaced": "code_replaced",
                       "test_file_written": "protected_file_modified", "objects_walked": "objects_walked"}
 
@@ -101,6 +104,8 @@ class GradeRequest:
     repo_dir: str = "/testbed"  # where the image holds the repository
     max_patch_bytes: int = MAX_PATCH_BYTES  # a larger candidate is refused unread (failure class patch_too_large)
     max_output_bytes: int = MAX_OUTPUT  # a test run writing more is stopped (failure class output_limit)
+    select: bool = False  # run only the listed tests of their files (``grade --select``)
+    progress: Callable[[str], None] | None = None  # told, every few seconds of a test run, how far it is
 
 
 @dataclass
@@ -196,6 +201,7 @@ class _Grading:
             "processes": "own PID namespace" if pid_isolation() else "process group only: unshare --pid unavailable",
             "test_patch": {"source": "file" if request.test_patch is not None else ("instance" if test_patch else None),
                            "files": test_patch_files},
+            "scope": "listed tests only (--select)" if request.select else "every test of the listed tests' files",
         }  # fmt: skip
 
     def step(self, name: str) -> None:
@@ -228,7 +234,26 @@ class _Grading:
                 raise InfraFailure("setup", f"the image's repository could not be exported: {exc}") from None
         return exported
 
+    def _watch(self, label: str) -> Callable[[int], None] | None:
+        """``request.progress`` told, from the fifth second of a run on, how many tests it finished."""
+        say = self.request.progress
+        if say is None:
+            return None
+        started = time.monotonic()
+        told = [-PROGRESS_EVERY]
+
+        def tell(done: int) -> None:
+            seconds = time.monotonic() - started
+            if seconds >= PROGRESS_AFTER and seconds - told[0] >= PROGRESS_EVERY:
+                told[0] = seconds
+                say(f"{self.instance.instance_id}: {label} run: {done} test(s) finished, {seconds:.0f} s")
+
+        return tell
+
     def run(self, label: str, test_files: list[str], shuffle_seed: int | None = None, copy: Path | None = None) -> RunRecord:
+        scope: dict[str, Any] = {"progress": self._watch(label)}
+        if self.request.select:
+            scope["select"] = selection(list(self.instance.listed), self.request.compat)
         if self.request.image is not None:
             from . import container
 
@@ -237,7 +262,7 @@ class _Grading:
                                           copy=copy or self.copy, workspace=self.workspace, python=self.python,
                                           test_files=test_files, timeout=self.request.timeout,
                                           network=self.request.network, label=label, shuffle_seed=shuffle_seed,
-                                          guarded=self.guarded, max_output=self.request.max_output_bytes)  # fmt: skip
+                                          guarded=self.guarded, max_output=self.request.max_output_bytes, **scope)  # fmt: skip
             except container.ContainerError as exc:
                 raise InfraFailure("setup", f"the {label} run's container: {exc}") from None
             self.runs.append(record)
@@ -248,7 +273,7 @@ class _Grading:
                                python=self.python, test_files=test_files, timeout=self.request.timeout,
                                network=self.request.network, label=label, shuffle_seed=shuffle_seed,
                                keep_state=label.startswith("rerun-"), guarded=self.guarded,
-                               hidden=self.request.hidden, max_output=self.request.max_output_bytes)  # fmt: skip
+                               hidden=self.request.hidden, max_output=self.request.max_output_bytes, **scope)  # fmt: skip
         except SandboxFailure as exc:
             raise InfraFailure("setup", f"the sandbox could not be set up for the {label} run: {exc}") from None
         self.runs.append(record)

@@ -7,6 +7,7 @@ environment, the copy's import roots first on its path, no network where
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -20,7 +21,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Mapping, Sequence
+from typing import Any, Callable, Final, Iterator, Mapping, Sequence
 
 from . import protect
 from .instances import Instance
@@ -297,6 +298,64 @@ def stage_tools(tools: Path) -> None:
     (tools / f"{BOOT_MODULE}.py").write_text(_tool_source("boot.py"), encoding="utf-8")
 
 
+SELECTION_FILE: Final = "select.json"
+
+
+def selection(listed: Sequence[str], compat: str) -> dict[str, Any]:
+    """What the recorder needs to keep only the listed tests (``grade --select``), matched as the
+    grader matches them (:mod:`.scorer`): every listed id in both spellings of an escaped parameter
+    id, and the ids cut at whitespace, which stand for every test continuing them."""
+    from .scorer import _escaped, looks_cut
+
+    strict = compat == "strict"
+    ids = set(listed) | ({_escaped(t) for t in listed} if strict else set())
+    if strict:
+        cuts = sorted({s for t in listed if looks_cut(t) for s in (t, _escaped(t))})
+    else:  # SWE-bench matches a cut id against every id it prefixes
+        cuts = sorted(t for t in listed if t.count("[") > t.count("]"))
+    return {"strict": strict, "listed": sorted(ids), "cuts": cuts}
+
+
+def stage_selection(tools: Path, select: Mapping[str, Any]) -> Path:
+    """Write the selection beside the recorder (read-only for the test process)."""
+    path = tools / SELECTION_FILE
+    path.write_text(json.dumps(dict(select), ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+@contextlib.contextmanager
+def watching(descriptor: int, progress: Callable[[int], None] | None, every: float = 2.0) -> Iterator[None]:
+    """While the body runs, call ``progress(tests finished)`` every ``every`` seconds, read from the
+    record as the recorder appends to it (one teardown report a test); for the eye only, never for
+    a verdict."""
+    if progress is None:
+        yield
+        return
+    stop = threading.Event()
+    seen = {"offset": 0, "tests": 0}
+
+    def poll() -> None:
+        while not stop.wait(every):
+            while True:
+                chunk = os.pread(descriptor, 1 << 20, seen["offset"])
+                if not chunk:
+                    break
+                seen["offset"] += len(chunk)
+                seen["tests"] += chunk.count(b'teardown"')
+            try:
+                progress(seen["tests"])
+            except Exception:  # noqa: BLE001 - a progress line must never break a grading
+                return
+
+    thread = threading.Thread(target=poll, name="objective-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+
+
 def pytest_command(python: str, boot: str, rootdir: str, confcutdir: str, config: str | None,
                    test_files: Sequence[str]) -> list[str]:  # fmt: skip
     """The test process's command line, the same on this machine and in a container (paths as the
@@ -349,8 +408,13 @@ def run_in(
     guarded: Sequence[str] = (),
     hidden: Sequence[Path] = (),
     max_output: int = MAX_OUTPUT,
+    select: Mapping[str, Any] | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> RunRecord:
     """Run pytest on ``test_files`` over the pristine ``copy`` and collect the recorder's facts.
+
+    ``select`` (:func:`selection`) deselects every test the instance does not list; ``progress`` is
+    called every few seconds with the number of tests finished so far.
 
     The test process runs the candidate's code. Where the machine allows (:mod:`.sandbox`) it runs
     in a root of its own: the copy is an overlay over the pristine ``copy``, which no run ever
@@ -402,6 +466,8 @@ def run_in(
         environ["OBJECTIVE_SCORING_ORIGINAL"] = str(original.resolve())
     if shuffle_seed is not None:
         environ["OBJECTIVE_SCORING_SHUFFLE_SEED"] = str(shuffle_seed)
+    if select is not None:
+        environ["OBJECTIVE_SCORING_SELECT"] = str(stage_selection(tools, select))
     config = config_file(run_copy, test_files)
     command = pytest_command(python, str(tools / f"{BOOT_MODULE}.py"), str(run_copy),
                              str(config.parent if config is not None else run_copy),
@@ -419,11 +485,12 @@ def run_in(
     before = protect.snapshot(copy, guarded) if mode != "namespaces" else {}
     flood: dict[str, int] = {}
     try:
-        code, timed_out, wall, cpu = run_process(
-            launch, cwd=run_copy if mode == "none" else Path("/"), env=environ, timeout=timeout, log=log,
-            stdin_data=(key + "\n").encode("ascii"),
-            pass_fds=(writer,) if status_writer < 0 else (writer, status_writer), max_output=max_output, flood=flood,
-        )  # fmt: skip
+        with watching(descriptor, progress):
+            code, timed_out, wall, cpu = run_process(
+                launch, cwd=run_copy if mode == "none" else Path("/"), env=environ, timeout=timeout, log=log,
+                stdin_data=(key + "\n").encode("ascii"),
+                pass_fds=(writer,) if status_writer < 0 else (writer, status_writer), max_output=max_output, flood=flood,
+            )  # fmt: skip
         text = read_bounded(descriptor)
     finally:
         os.close(writer)
@@ -465,6 +532,8 @@ def run_in_container(
     shuffle_seed: int | None = None,
     guarded: Sequence[str] = (),
     max_output: int = MAX_OUTPUT,
+    select: Mapping[str, Any] | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> RunRecord:
     """Run pytest on ``test_files`` in a fresh container of ``image`` (:mod:`.container`): a fresh copy
     of the pristine ``copy`` mounted at ``repo_dir``, the interpreter ``python`` of the image started
@@ -499,6 +568,8 @@ def run_in_container(
         environ["OBJECTIVE_SCORING_RECORD"] = f"{container.C_RECORD}/record.jsonl"
     if shuffle_seed is not None:
         environ["OBJECTIVE_SCORING_SHUFFLE_SEED"] = str(shuffle_seed)
+    if select is not None:
+        environ["OBJECTIVE_SCORING_SELECT"] = f"{container.C_TOOLS}/{stage_selection(tools, select).name}"
     config = config_file(copy, test_files)
     command = pytest_command(python, f"{container.C_TOOLS}/{BOOT_MODULE}.py", repo_dir,
                              container.container_path(repo_dir, copy, config.parent if config is not None else copy),
@@ -512,11 +583,12 @@ def run_in_container(
     before = protect.snapshot(copy, guarded)
     flood: dict[str, int] = {}
     try:
-        code, timed_out, wall, cpu = run_process(
-            container.as_descriptor_3(writer, launch) if engine == "podman" else launch, cwd=workspace,
-            env=base_env(), timeout=timeout, log=log, stdin_data=(key + "\n").encode("ascii"), pass_fds=(writer,),
-            max_output=max_output, flood=flood,
-        )  # fmt: skip
+        with watching(descriptor, progress):  # podman writes the record here as it runs (docker: at the end)
+            code, timed_out, wall, cpu = run_process(
+                container.as_descriptor_3(writer, launch) if engine == "podman" else launch, cwd=workspace,
+                env=base_env(), timeout=timeout, log=log, stdin_data=(key + "\n").encode("ascii"), pass_fds=(writer,),
+                max_output=max_output, flood=flood,
+            )  # fmt: skip
         text = read_bounded(descriptor)
     finally:
         container.remove(engine, box)
