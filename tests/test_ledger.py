@@ -441,3 +441,45 @@ def test_a_signed_head_is_checked_with_its_key(tmp_path, capsys):
     assert code == 1 and "does not carry a valid signature" in out  # an anchor made without the key is refused
     assert _cli(capsys, "ledger", "verify", "--ledger", str(path), "--expect-head", signed)[0] == 2  # no key given
     assert _cli(capsys, "ledger", "head", "--ledger", str(path), "--sign")[0] == 2
+
+
+@pytest.mark.slow
+def test_on_a_read_only_file_system_readers_read_and_a_grading_keeps_its_verdict(tmp_path):
+    import shutil
+
+    if shutil.which("unshare") is None:
+        pytest.skip("needs unshare(1) to mount a read-only file system in a private mount namespace")
+    from .conftest import FIXTURES
+
+    made = _many(tmp_path / "made.sqlite", rows=5)
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    fixtures = FIXTURES
+    cli = f"{sys.executable} -m pytest_objective_scoring"
+    script = f"""
+set -e
+mount -t tmpfs tmpfs {mount}
+cp {made} {mount}/ledger.sqlite
+mount -o remount,ro {mount}
+touch {mount}/probe 2>/dev/null && echo writable || echo read-only > {tmp_path}/state
+for command in "ledger verify" "ledger show" "ledger export" "ledger head" "costs"; do
+  {cli} $command --ledger {mount}/ledger.sqlite > /dev/null 2>> {tmp_path}/readers.err || echo "$command $?" >> {tmp_path}/readers.failed
+done
+set +e
+{cli} grade --repo {fixtures}/repos/intervals --instance {fixtures}/instances/intervals.json \
+  --patch {fixtures}/patches/intervals/gold.diff --ledger {mount}/ledger.sqlite --json > {tmp_path}/grade.json 2> {tmp_path}/grade.err
+echo $? > {tmp_path}/grade.rc
+"""
+    done = subprocess.run(["unshare", "--mount", "--map-root-user", "sh", "-c", script], capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+    if done.returncode != 0 and "Operation not permitted" in done.stderr:
+        pytest.skip(f"this machine refuses a private mount namespace: {done.stderr.strip()[:200]}")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "state").read_text().strip() == "read-only"
+    assert not (tmp_path / "readers.failed").exists(), (tmp_path / "readers.failed").read_text()
+    assert "Traceback" not in (tmp_path / "readers.err").read_text()
+    assert (tmp_path / "grade.rc").read_text().strip() == "0", (tmp_path / "grade.err").read_text()
+    envelope = json.loads((tmp_path / "grade.json").read_text())
+    assert envelope["score"]["resolved"] == "resolved", "the verdict stands"
+    assert envelope["ledger"]["seq"] is None and envelope["ledger"]["error"], "and says it was not recorded"
+    assert "NOT recorded" in (tmp_path / "grade.err").read_text()
