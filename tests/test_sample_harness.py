@@ -23,6 +23,7 @@ from pytest_objective_scoring.sample_harness import (
     decode_plain,
     encode_plain,
     imported_modules,
+    preloaded,
     sample_names,
 )
 from pytest_objective_scoring.samples import Problem, Sample, build_report
@@ -107,10 +108,24 @@ def test_names_the_checks_take_from_the_sample_and_modules_they_import() -> None
 # --- real runs ------------------------------------------------------------------------------------
 
 
-def run(problem: Problem, text: str, tmp_path: Path, kind: str = "solution", timeout: float = 10) -> Any:
+def run(problem: Problem, text: str, tmp_path: Path, kind: str = "solution", timeout: float = 10, cold: bool = False) -> Any:
+    """The sample's outcome. A HumanEval or MBPP sample runs in the warm runner (checked: it must, where
+    namespaces allow), or with ``cold`` in a harness of its own, the way every other style runs."""
     sample = Sample(problem.task_id, 0, 1, kind, text)  # type: ignore[arg-type]
-    return samples_commands.run_sample(problem, sample, python=sys.executable, timeout=timeout, root=tmp_path,
-                                       prefix=isolation_prefix(network=False)).outcome  # fmt: skip
+    pool = samples_commands.WarmPool(sys.executable, isolation_prefix(network=False), tmp_path, preloaded([problem]))
+    if cold:
+        pool.unavailable = "the cold way, on purpose"
+    try:
+        outcome = samples_commands.run_sample(problem, sample, python=sys.executable, timeout=timeout, root=tmp_path,
+                                              prefix=isolation_prefix(network=False), pool=pool).outcome  # fmt: skip
+    finally:
+        pool.close()
+    warm = pool.settings()
+    if CONFINED == "separate" and not cold and problem.style in sample_harness.SPLIT_STYLES:
+        assert warm["samples"] >= 1 and warm["lost"] == 0, warm  # it ran where the red team meant it to
+    elif cold:
+        assert warm["samples"] == 0
+    return outcome
 
 
 def mbpp(*asserts: str, setup: str = "", imports: tuple[str, ...] = ()) -> Problem:
@@ -185,10 +200,12 @@ FORGE_PROBLEM = Problem(task_id="forge", style="humaneval", where="t:1", prompt=
 
 
 @pytest.mark.slow
-def test_a_sample_cannot_sign_its_own_verdict_when_split_and_could_when_shared(tmp_path: Path) -> None:
+@pytest.mark.parametrize("cold", [False, True], ids=["warm", "cold"])
+def test_a_sample_cannot_sign_its_own_verdict_when_split_and_could_when_shared(tmp_path: Path, cold: bool) -> None:
     """The reason for the split, shown both ways: in the checker's process (BigCodeBench's way) the
-    sample finds the signer and forges a pass; in its own process there is nothing to find."""
-    split = run(FORGE_PROBLEM, FORGE, tmp_path)
+    sample finds the signer and forges a pass; in its own process there is nothing to find (in the
+    warm runner: a fork of a process that never held a key, or a signer)."""
+    split = run(FORGE_PROBLEM, FORGE, tmp_path, cold=cold)
     assert split.status == "failed" and split.isolation == CONFINED
     sample = Sample("forge", 0, 1, "solution", FORGE)
     shared = samples_commands._run_once(FORGE_PROBLEM, sample, python=sys.executable, timeout=10, root=tmp_path,
@@ -236,7 +253,8 @@ def attacks():
 @pytest.mark.slow
 @pytest.mark.skipif(not confinable(), reason="needs user and mount namespaces (Linux): the grader labels such runs "
                     "separate-unconfined instead, which test_confinement_is_reported covers")  # fmt: skip
-def test_the_sample_cannot_reach_its_checker_or_change_any_file_but_its_own(tmp_path: Path) -> None:
+@pytest.mark.parametrize("cold", [False, True], ids=["warm", "cold"])
+def test_the_sample_cannot_reach_its_checker_or_change_any_file_but_its_own(tmp_path: Path, cold: bool) -> None:
     grader = str(Path(samples_commands.__file__).parent)
     problems = tmp_path / "problems.jsonl"  # where an answer key would be
     problems.write_text("{}\n")
@@ -244,7 +262,7 @@ def test_the_sample_cannot_reach_its_checker_or_change_any_file_but_its_own(tmp_
                    "'grader': False, 'run': False, 'own': True, 'sees_grader': False, 'sees_problems': False, "
                    "'sees_harness': False, 'sees_shadow': False, 'uid': 1000}")  # fmt: skip
     sample = ATTACKS.replace("GRADER", repr(grader)).replace("PROBLEMS", repr(str(problems)))
-    outcome = run(problem, sample, tmp_path)
+    outcome = run(problem, sample, tmp_path, cold=cold)
     assert (outcome.status, outcome.isolation) == ("passed", "separate"), outcome
 
 

