@@ -68,6 +68,7 @@ __all__ = [
 
 SPLIT_STYLES: Final = ("humaneval", "mbpp")
 DEADLINE_GRACE: Final = 10.0  # seconds a harness outlives its timeout when nobody kills it (a dead grader)
+STARTUP_GRACE: Final = 10.0  # seconds a cold harness may take to start before the sample's own clock starts
 PLAIN_DEPTH: Final = 100
 
 
@@ -204,19 +205,43 @@ def _load(here):
 
 
 def _signer(key, fd=1):
-    write, new, sha256, dumps = os.write, hmac.new, hashlib.sha256, json.dumps
+    import threading
+    write, new, sha256, dumps, lock = os.write, hmac.new, hashlib.sha256, json.dumps, threading.Lock()
     state = [0]
 
     def emit(event, detail):
-        body = dumps(detail, sort_keys=True, ensure_ascii=True)
-        text = "%d %s %s" % (state[0], event, body)
-        state[0] += 1
-        mac = new(key, text.encode("ascii"), sha256).hexdigest()
-        data = ("\n%s %s %s\n" % (PREFIX, mac, text)).encode("ascii")
-        while data:
-            data = data[write(fd, data):]
+        with lock:  # the sample's clock (another thread) may say its time is up
+            body = dumps(detail, sort_keys=True, ensure_ascii=True)
+            text = "%d %s %s" % (state[0], event, body)
+            state[0] += 1
+            mac = new(key, text.encode("ascii"), sha256).hexdigest()
+            data = ("\n%s %s %s\n" % (PREFIX, mac, text)).encode("ascii")
+            while data:
+                data = data[write(fd, data):]
 
     return emit
+
+
+def _sample_clock(spec, emit):
+    """A cold run's clock for the sample's own run, started just before the sample's code can run (its
+    process, or in the checker's process its module): at ``timeout`` seconds the harness says so and
+    ends, and with it the sample process (PR_SET_PDEATHSIG) and, as PID 1, its namespace. The
+    harness's start-up is not counted; the grader kills it only STARTUP_GRACE seconds later."""
+    import threading
+    seconds = spec.get("timeout")
+    if seconds is None:
+        return
+    sleep, end = time.sleep, os._exit  # bound now: a shared sample may replace the modules' own
+
+    def expire():
+        sleep(float(seconds))
+        try:
+            emit("timed_out", {"detail": "its own run took more than %gs" % float(seconds)})
+            _flush()
+        finally:
+            end(0)
+
+    threading.Thread(target=expire, daemon=True).start()
 
 
 def _limit():
@@ -591,6 +616,7 @@ def _run_module(spec, emit, here):
                 verdict["failed"] = "%d of %d tests ran" % (result.testsRun, expected)
             verdict["checks"] = expected
 
+    _sample_clock(spec, emit)
     for phase, action in (("solution", define), ("test", prepare), ("check", checks)):
         try:
             action()
@@ -855,6 +881,7 @@ def _run_split(spec, emit, here):
         emit(kind, prepared)
         return
     namespace, asserts, sources, wanted = prepared
+    _sample_clock(spec, emit)
     try:
         sandbox, channel = _start_sample(spec, here)
     except OSError as exc:
@@ -1824,7 +1851,7 @@ def harness_spec(problem: Problem, sample: Sample, timeout: float, isolation: st
     spec = {"style": problem.style, "solution": program, "test": problem.test, "entry_point": problem.entry_point,
             "asserts": list(problem.asserts), "imports": list(problem.imports), "test_classes": list(problem.test_classes),
             "isolation": "split" if isolation == "split" and problem.style in SPLIT_STYLES else "shared",
-            "deadline": deadline}  # fmt: skip
+            "deadline": deadline, "timeout": timeout}  # fmt: skip
     if spec["isolation"] == "split":
         spec.update(names=sample_names(problem), modules=imported_modules(problem), server=server_source(),
                     prompt=problem.prompt if problem.style == "humaneval" else "")  # fmt: skip
@@ -1856,9 +1883,11 @@ def harness_files(problem: Problem, sample: Sample, timeout: float, key: str, is
 
 
 def process_timeout(problem: Problem, timeout: float) -> float:
-    """How long the whole harness process may run: the sample's budget (a stdin problem's cases share
-    it, and its harness gets :data:`STDIN_GRACE` more seconds to report which case ran out)."""
-    return timeout + STDIN_GRACE if problem.style == "livecodebench" else timeout
+    """How long a cold harness process may run: the sample's own timeout, which the harness measures
+    from the start of the sample's run (:func:`_sample_clock`; a stdin problem's cases share it from
+    the moment the program compiled, and its harness gets :data:`STDIN_GRACE` more seconds to report
+    which case ran out), plus :data:`STARTUP_GRACE` for the harness's own start-up."""
+    return timeout + STARTUP_GRACE + (STDIN_GRACE if problem.style == "livecodebench" else 0.0)
 
 
 def isolation_of(detail: dict[str, Any] | None) -> dict[str, Any]:

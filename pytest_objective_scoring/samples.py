@@ -620,7 +620,8 @@ def _fold(problem: Problem, log: str, key: bytes, exit_code: int | None, timed_o
     * ``internal`` (the harness itself could not go on): infrastructure;
     * ``error`` (does not compile, raised before its checks began): error;
     * ``failed`` / ``tampered``: failed; ``passed`` with exit status 0: passed;
-    * killed at the timeout before a verdict: timed_out;
+    * killed at the timeout before a verdict, or ``timed_out`` (a cold harness timed the sample's own
+      run): timed_out;
     * ended before a verdict (``sys.exit``/``os._exit`` in a check, a killed process): failed -
       an exit status of 0 alone is never a pass.
     """
@@ -646,6 +647,8 @@ def _fold(problem: Problem, log: str, key: bytes, exit_code: int | None, timed_o
             return Outcome("error", text, phase)
         if event in ("failed", "tampered"):
             return Outcome("failed", text, phase)
+        if event == "timed_out" and problem.style != "livecodebench":  # a cold harness's clock of the sample's own run
+            return Outcome("timed_out", f"killed after {timeout:g}s", "check")
         if event == "passed" and problem.style != "livecodebench":
             if timed_out:
                 return Outcome("timed_out", f"the checks passed but the process was still running at the {timeout:g}s timeout", "check")

@@ -137,8 +137,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument("--k", metavar="LIST", type=_ks, default=_ks(DEFAULT_K),
                         help=f"The k of pass@k and pass^k, comma-separated (default: {DEFAULT_K})")  # fmt: skip
     parser.add_argument("--timeout", metavar="S", type=options.positive_seconds, default=DEFAULT_TIMEOUT,
-                        help="Seconds each sample may run (HumanEval, MBPP: its own run, from its process's start, no "
-                        f"start-up counted); a stdin problem's cases share them (default: {DEFAULT_TIMEOUT:g})")  # fmt: skip
+                        help="Seconds each sample's own run may take (from its process's start, no start-up counted); a "
+                        f"stdin problem's cases share them (default: {DEFAULT_TIMEOUT:g})")  # fmt: skip
     parser.add_argument("--cutoff", metavar="DATE", type=_cutoff, default=None,
                         help="Count only problems released after this date (a model's training cutoff; ISO 8601)")  # fmt: skip
     parser.add_argument("--workers", metavar="N", type=_workers, default=1, help="Samples run at once (default: 1)")

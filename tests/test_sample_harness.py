@@ -437,8 +437,9 @@ def test_a_harness_whose_grader_died_ends_itself(tmp_path: Path) -> None:
     files = sample_harness.harness_files(problem, Sample("m", 0, 1, "solution", "def f():\n    while True:\n        pass\n"),
                                          timeout=1, key="k" * 64)  # fmt: skip
     spec = json.loads(files["spec.json"])
-    assert spec["deadline"] == 1 + sample_harness.DEADLINE_GRACE
-    spec["deadline"] = 2
+    assert spec["deadline"] == sample_harness.process_timeout(problem, 1) + sample_harness.DEADLINE_GRACE
+    assert spec["timeout"] == 1  # its own clock of the sample's run (the grader allows STARTUP_GRACE more)
+    spec["deadline"], spec["timeout"] = 2, 60  # the deadline first: as if the grader's kill never came
     files["spec.json"] = json.dumps(spec)
     for name, text in files.items():
         (tmp_path / name).write_text(text)

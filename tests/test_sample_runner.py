@@ -318,6 +318,28 @@ def test_the_timeout_measures_the_samples_own_run_not_the_start_up(tmp_path: Pat
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("isolation", ["split", "shared"])
+def test_a_cold_run_times_the_sample_from_its_own_start_too(tmp_path: Path, isolation: str) -> None:
+    """A harness of its own (BigCodeBench, LiveCodeBench, a shared rerun, no warm runner): its
+    interpreter's 2.5 s start-up does not count either; the harness times the sample itself."""
+    slow = tmp_path / "slow-python"
+    slow.write_text(f"#!/bin/sh\nsleep 2.5\nexec {sys.executable} \"$@\"\n", encoding="utf-8")
+    slow.chmod(0o755)
+    problem = Problem(task_id="t", style="humaneval", where="t:1", prompt="import time\n\n\ndef f(x):\n",
+                      entry_point="f", test="def check(candidate):\n    assert candidate(1) == 2\n")  # fmt: skip
+
+    def cold(text: str) -> SampleResult:
+        return samples_commands._run_once(problem, Sample("t", 0, 1, "completion", text), python=str(slow), timeout=1.0,
+                                          root=tmp_path, prefix=isolation_prefix(network=False), isolation=isolation)
+
+    passed = cold("    time.sleep(0.4)\n    return x + 1\n")
+    endless = cold("    while True:\n        pass\n")
+    assert passed.outcome.status == "passed" and passed.wall_time > 2.5, passed
+    assert endless.outcome.status == "timed_out" and endless.outcome.detail == "killed after 1s", endless
+    assert endless.wall_time < 2.5 + 1.0 + 5  # its own clock, not the grader's kill (STARTUP_GRACE later)
+
+
+@pytest.mark.slow
 def test_a_lost_runner_costs_no_verdict(tmp_path: Path) -> None:
     """The runner killed while a sample runs (out of memory, say): the sample runs again in a harness
     of its own, and the next sample gets a new runner."""

@@ -335,6 +335,8 @@ FOLDS = [
     ("error", HE, signed(READY, ("error", {"phase": "compile", "detail": "SyntaxError"})), 0, False, "error", "SyntaxError"),
     ("escaped-exit-0", HE, signed(READY), 0, False, "failed", "an exit status of 0 alone is never a pass"),
     ("timed-out", HE, signed(READY), None, True, "timed_out", "killed after 2s"),
+    ("timed-out-by-its-clock", HE, signed(READY, ("timed_out", {"detail": "its own run took more than 2s"})), 0, False,
+     "timed_out", "killed after 2s"),
     ("never-started", HE, "python: can't open file\n", 2, False, "infrastructure", "the harness did not start (exit code 2)"),
     ("never-started-timeout", HE, "", None, True, "infrastructure", "the harness did not start (killed at the 2s timeout)"),
     ("internal", HE, signed(READY, ("internal", {"detail": "tests do not compile"})), 0, False, "infrastructure", "tests do not compile"),
