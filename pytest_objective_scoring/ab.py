@@ -47,6 +47,9 @@ ARM_KINDS: Final = ("native", "passive", "governed", "ablation")
 METRIC_SPACES: Final = ("binary_resolved",)
 DEFAULT_ALPHA: Final = 0.05
 PROMOTION_SEEDS: Final = 5  # RFC 5.3: N >= 5 per comparison cell before a promotion claim
+MAX_ALPHA: Final = 0.1  # a decision rule may be stricter than 0.05; C2 itself needs alpha <= 0.05 (ab_claims)
+MAX_MIN_EFFECT: Final = 0.5  # an uplift of more than half the tasks is not a "smallest effect worth detecting"
+MIN_TASK_EFFECT_SD: Final = 0.1  # the floor of the assumed task spread: real tasks never respond alike
 
 
 class ABError(ValueError):
@@ -162,7 +165,19 @@ def _need(data: Mapping[str, Any], key: str, kind: Any, where: str) -> Any:
     if isinstance(value, bool) or not isinstance(value, kind) or (isinstance(value, str) and not value.strip()):
         expected = {str: "a non-empty string", int: "a whole number", (int, float): "a number"}.get(kind, str(kind))
         raise ABError(f"{where}: field {key!r}: expected {expected}, got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ABError(f"{where}: field {key!r}: expected a finite number, got {value!r}")
+    if isinstance(value, str) and any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise ABError(f"{where}: field {key!r}: control characters (a newline, a tab) are not allowed: {value!r}")
     return value
+
+
+def change_key(change: str) -> str:
+    """The identity of a ``change_under_test`` for its family of experiments: the same change however it
+    is spelled (Unicode compatibility form, case, runs of whitespace)."""
+    import unicodedata
+
+    return " ".join(unicodedata.normalize("NFKC", change).casefold().split())
 
 
 def parse_frozen(data: Any, where: str) -> FrozenConfig:
@@ -223,20 +238,20 @@ def parse_manifest(data: Any, where: str) -> Manifest:
     if not isinstance(rule, Mapping):
         raise ABError(f"{where}: field 'decision_rule': expected an object")
     alpha = rule.get("alpha", DEFAULT_ALPHA)
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 0.5:
-        raise ABError(f"{where}: decision_rule.alpha: expected a number between 0 and 0.5, got {alpha!r}")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha <= MAX_ALPHA:
+        raise ABError(f"{where}: decision_rule.alpha: expected a number above 0 and at most {MAX_ALPHA}, got {alpha!r}")
     cap = rule.get("max_dollars_per_extra_resolve")
-    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float)) or cap < 0):
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float)) or not math.isfinite(cap) or cap < 0):
         raise ABError(f"{where}: decision_rule.max_dollars_per_extra_resolve: expected dollars >= 0, got {cap!r}")
     min_effect = rule.get("min_effect")
     if min_effect is not None and (isinstance(min_effect, bool) or not isinstance(min_effect, (int, float))
-                                   or not 0 < min_effect <= 1):  # fmt: skip
+                                   or not 0 < min_effect <= MAX_MIN_EFFECT):  # fmt: skip
         raise ABError(f"{where}: decision_rule.min_effect: expected the smallest uplift worth detecting, in resolve-rate "
-                      f"points between 0 and 1 (0.05 is 5 points), got {min_effect!r}")  # fmt: skip
+                      f"points above 0 and at most {MAX_MIN_EFFECT} (0.05 is 5 points), got {min_effect!r}")  # fmt: skip
     task_sd = rule.get("task_effect_sd", 0.3)
-    if isinstance(task_sd, bool) or not isinstance(task_sd, (int, float)) or not 0 <= task_sd <= 1:
+    if isinstance(task_sd, bool) or not isinstance(task_sd, (int, float)) or not MIN_TASK_EFFECT_SD <= task_sd <= 1:
         raise ABError(f"{where}: decision_rule.task_effect_sd: expected the assumed spread of per-task effects, between "
-                      f"0 and 1, got {task_sd!r}")  # fmt: skip
+                      f"{MIN_TASK_EFFECT_SD} and 1 (tasks always differ: seeds alone cannot buy power), got {task_sd!r}")  # fmt: skip
     unknown_rule = sorted(set(rule) - {"alpha", "max_dollars_per_extra_resolve", "min_effect", "task_effect_sd"})
     if unknown_rule:
         raise ABError(f"{where}: decision_rule.{unknown_rule[0]} is not part of a decision rule (alpha, "
@@ -244,6 +259,16 @@ def parse_manifest(data: Any, where: str) -> Manifest:
     cutoff = data.get("model_training_cutoff")
     if cutoff is not None and (not isinstance(cutoff, str) or not cutoff.strip()):
         raise ABError(f"{where}: field 'model_training_cutoff': expected a date (the frozen model's training cutoff)")
+    if cutoff is not None:
+        from .sets import SetError, parse_cutoff
+
+        try:
+            parse_cutoff(cutoff)
+        except SetError as exc:
+            raise ABError(f"{where}: field 'model_training_cutoff': {exc}") from None
+    for key in ("revision", "metric_space"):
+        if key in benchmark and not isinstance(benchmark[key], str):
+            raise ABError(f"{where}: benchmark.{key}: expected a string, got {benchmark[key]!r}")
     unknown = sorted(set(data) - {"name", "benchmark", "change_under_test", "frozen", "arms", "seeds", "primary_metric",
                                   "decision_rule", "model_training_cutoff"})  # fmt: skip
     if unknown:

@@ -13,8 +13,9 @@ saying why; the stored record itself never changes (the ledger is append-only).
   smallest effect the design had the power to detect; a significant uplift once every experiment on
   the same change is counted (Holm); and ``keep``.
 - **C3**: C2 here and C2 on another preregistered comparison of the same change on another benchmark
-  family: another ``benchmark.id`` *and* no task in common (task digests disjoint), so the same tasks
-  under a new name do not count.
+  family: another ``benchmark.id`` *and* no problem in common (:func:`problem_identity`: repository,
+  base commit, gold and test patches, test lists, whitespace ignored), so the same problems under new
+  names, ids or reworded statements do not count.
 - **C4** is never reached from benchmark evidence alone.
 
 This module never imports pytest.
@@ -26,7 +27,8 @@ from typing import Any, Final, Mapping, Sequence
 
 from .ab import PROMOTION_SEEDS
 
-__all__ = ["C2_MIN_TASKS", "C2_PAIRS", "LEVELS", "c2_blockers", "claim_level", "pair_problem"]
+__all__ = ["C2_MAX_ALPHA", "C2_MIN_TASKS", "C2_PAIRS", "LEVELS", "c2_blockers", "claim_level", "pair_problem",
+           "problem_identity"]
 
 LEVELS: Final = ("none", "C0", "C1", "C2", "C3", "C4")
 # Below 20 tasks a claim rests on a handful of tasks: one task moves the task-level delta by 5 points
@@ -37,8 +39,28 @@ C2_MIN_TASKS: Final = 20
 # (baseline kind, candidate kind) pairs that isolate a change (RFC 5.2): a governed profile against
 # the native scaffold or the passive observer, or one mechanism against its governed parent (either
 # way round). native against passive is C1's question (does observing change anything), not C2's.
+C2_MAX_ALPHA: Final = 0.05  # a manifest may choose a stricter alpha, never a looser one for C2
 C2_PAIRS: Final = frozenset({("native", "governed"), ("passive", "governed"), ("ablation", "governed"),
                              ("governed", "ablation")})  # fmt: skip
+
+
+def problem_identity(fields: Mapping[str, Any]) -> str:
+    """What makes two tasks the same problem, whatever they are called: the repository, the base
+    commit, the gold and test patches and the listed tests, every run of whitespace made one space.
+    The id, the dates and the statement (which can be reworded) are left out."""
+    import hashlib
+    import json
+
+    def flat(value: Any) -> Any:
+        if isinstance(value, str):
+            return " ".join(value.split())
+        if isinstance(value, (list, tuple)):
+            return sorted(flat(v) for v in value)
+        return value
+
+    keys = ("repo", "base_commit", "patch", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS")
+    identity = {key: flat(fields.get(key)) for key in keys}
+    return "sha256:" + hashlib.sha256(json.dumps(identity, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 def pair_problem(arm_kinds: Sequence[Mapping[str, Any]]) -> str | None:
@@ -79,6 +101,14 @@ def c2_blockers(details: Mapping[str, Any], record: Mapping[str, Any], holm_p: f
         why.append("no smallest effect worth detecting was preregistered (decision_rule.min_effect)")
     elif not power.get("powered"):
         why.append(power.get("why") or "the preregistered design could not detect its smallest effect")
+    elif result["delta"] < power["min_effect"]:
+        why.append(f"the uplift {result['delta']:+.3f} is below the preregistered smallest effect worth having "
+                   f"({power['min_effect']:g})")  # fmt: skip
+    if alpha > C2_MAX_ALPHA:
+        why.append(f"alpha {alpha:g} is looser than {C2_MAX_ALPHA:g}, the most a C2 claim accepts")
+    if not (details.get("test") or {}).get("primary"):
+        why.append("recorded by an older version whose significance pooled (seed, task) pairs, not tasks: "
+                   "its p-value is not a task-level test (run the experiment again under a new name)")  # fmt: skip
     if result["delta"] <= 0 or result["significant"] != "yes":
         why.append("no significant uplift")
     elif holm_p is None or holm_p >= alpha:
@@ -97,8 +127,8 @@ def claim_level(details: Mapping[str, Any], record: Mapping[str, Any], *, holm_p
     """The highest claim the evidence supports, and why each higher one does not hold.
 
     ``holm_p`` is this experiment's p-value adjusted over every experiment on the same change;
-    ``replications`` the other experiments on the same change as ``{"name", "benchmark", "task_digests",
-    "c2"}`` (``c2``: they reach C2 now)."""
+    ``replications`` the other experiments on the same change as ``{"name", "benchmark", "problem_digests",
+    "c2"}`` (``c2``: they reach C2 now; ``problem_digests``: :func:`problem_identity` of their tasks)."""
     reasons: list[str] = []
     if details.get("infrastructure_failures"):
         return "none", [f"{details['infrastructure_failures']} grading(s) were infrastructure failures: not even C0"]
@@ -119,14 +149,14 @@ def claim_level(details: Mapping[str, Any], record: Mapping[str, Any], *, holm_p
         reasons.append(f"C2: admissible, {details['tasks']} tasks, {len(record['seeds'])} seeds, a significant uplift "
                        f"(Holm-adjusted p = {holm_p:.4g}) kept at its cost; scoped to benchmark {details['benchmark']['id']}, "
                        f"model {record['frozen']['model']}, this harness and budget")  # fmt: skip
-        mine = set(details.get("task_digests") or [])
+        mine = set(details.get("problem_digests") or [])
         found, near = [], []
         for other in replications:
             if not other.get("c2"):
                 continue
             if other["benchmark"] == details["benchmark"]["id"]:
                 near.append(f"{other['name']} (the same benchmark id)")
-            elif not mine or mine & set(other.get("task_digests") or []):
+            elif not mine or not other.get("problem_digests") or mine & set(other["problem_digests"]):
                 near.append(f"{other['name']} ({other['benchmark']}: shares tasks with this one)")
             else:
                 found.append(other)

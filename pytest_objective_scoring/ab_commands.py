@@ -295,10 +295,32 @@ def _pinned_predictions(ledger: Any, name: str) -> dict[str, Any] | None:
     return found
 
 
-def pin_predictions(ledger: Any, name: str, manifest_digest: str, fingerprints: dict[str, dict[str, Any]]) -> Any:
-    """Record both arms' predictions as the ones the experiment grades (before its first grading)."""
-    return ledger.append("ab_predictions", {"name": name, "manifest_digest": manifest_digest, "arms": fingerprints,
-                                            "digest": _predictions_digest(fingerprints)})  # fmt: skip
+def _named(conn: Any, kind: str, name: str) -> dict[str, Any] | None:
+    """The last ``kind`` entry of experiment ``name``, read inside the caller's write transaction."""
+    found = None
+    for seq, created, body in conn.execute("SELECT seq, created, body FROM entries WHERE kind = ? ORDER BY seq", (kind,)):
+        data = json.loads(body)
+        if data.get("name") == name:
+            found = {"seq": seq, "created": created, **data}
+    return found
+
+
+def pin_predictions(ledger: Any, name: str, manifest_digest: str, fingerprints: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """Record both arms' predictions as the ones the experiment grades (before its first grading), in the
+    transaction that checks no other run pinned them first; returns that other run's pin, if one did."""
+    raced: list[dict[str, Any]] = []
+
+    def decide(conn: Any) -> list[Any]:
+        earlier = _named(conn, "ab_predictions", name)
+        if earlier is not None:
+            raced.append(earlier)
+            return []
+        body = {"name": name, "manifest_digest": manifest_digest, "arms": fingerprints,
+                "digest": _predictions_digest(fingerprints)}  # fmt: skip
+        return [("ab_predictions", lambda _: body)]
+
+    ledger.append_decided(decide)
+    return raced[0] if raced else None
 
 
 def _short(value: Any) -> str:
@@ -344,6 +366,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .cli import environments_of, grade_jobs, probe_environments
     from .instances import InstanceError, load_instances
     from .ledger import Ledger
+    from .ab_claims import problem_identity
     from .sets import burn, resolve_set, task_id_of
 
     import importlib.util
@@ -394,6 +417,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         if changed:
             raise _error(f"--dataset {args.dataset}: {', '.join(changed[:5])} differ(s) from the task set's content-addressed "
                          f"task(s) in {task_set.record.set_id}: the comparison would not grade the tasks the set holds")  # fmt: skip
+        problems = {i.instance_id: problem_identity(i.fields) for i in instances}
+        copies = _copies(problems)
+        if copies:
+            raise _error(f"task set {task_set.record.set_id} holds the same problem under several tasks ({len(copies)} "
+                         f"group(s), e.g. {', '.join(copies[0])}: same repository, commit, patches and tests): a comparison "
+                         "counts problems, not copies; make a set without the copies. Nothing was graded")  # fmt: skip
         predictions, undeclared, fingerprints = [], set(), {}
         pinned_predictions = _pinned_predictions(ledger, manifest.name)
         for arm, path in files.items():
@@ -432,7 +461,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not existing:  # a resumed run grades in the environment the interrupted one graded in, or not at all
             _check_resumed_environment(batch.recorded_jobs(ledger), jobs, digests)
         if pinned_predictions is None and not existing:
-            pin_predictions(ledger, manifest.name, digest, fingerprints)
+            raced = pin_predictions(ledger, manifest.name, digest, fingerprints)
+            if raced is not None:  # another run of the experiment pinned its predictions a moment ago
+                for arm, path in files.items():
+                    check_pinned_predictions(raced, arm, path, fingerprints[arm])
         try:
             rows, _ = grade_jobs(ledger, jobs, settings, workers=args.workers, scheduler=args.scheduler, quiet=args.json)
         except KeyboardInterrupt:
@@ -455,6 +487,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         record, details = summarize_comparison(manifest, eligible, task_set, by_prediction, sorted(undeclared),
                                                python or _per_instance(assigned, environments))  # fmt: skip
         details["excluded_tasks"] = excluded
+        details["problem_digests"] = sorted(set(problems.values()))
         details["power"] = registered.get("power") or design_power(manifest, len(eligible))
         details["graded_runs"] = sorted(({"seq": row["ledger_seq"], "task_id": task_id_of(job.instance)}
                                          for job in jobs for row in [rows[job.key]] if row.get("ledger_seq") is not None),
@@ -462,11 +495,35 @@ def cmd_run(args: argparse.Namespace) -> int:
         details = reassess(ledger, record, details, name=manifest.name, pending=True)
         # the decision burns its tasks first: a crash after this line leaves them burned (the safe side)
         details["burned_now"] = burn(ledger, task_set.record.name, f"ab:{manifest.name}", [i for _, i in eligible])
-        entry = ledger.append("ab_comparison", {"name": manifest.name, "manifest_digest": digest, "record": record,
-                                                "details": details, "claim_c2": details["claim"] in ("C2", "C3"),
-                                                "jobs_digest": jobs_digest})  # fmt: skip
-    output = {"name": manifest.name, "seq": entry.seq, "record": record, "details": details}
+        body = {"name": manifest.name, "manifest_digest": digest, "record": record, "details": details,
+                "claim_c2": details["claim"] in ("C2", "C3"), "jobs_digest": jobs_digest}  # fmt: skip
+        first: list[dict[str, Any]] = []
+
+        def decide(conn: Any) -> list[Any]:  # one comparison per experiment, whatever ran at the same time
+            earlier = _named(conn, "ab_comparison", manifest.name)
+            if earlier is not None:
+                first.append(earlier)
+                return []
+            return [("ab_comparison", lambda _: body)]
+
+        written = ledger.append_decided(decide)
+        if first:
+            if first[0].get("jobs_digest") != jobs_digest:
+                raise _error(f"experiment {manifest.name!r} got its comparison from another run a moment ago, over "
+                             "other predictions: a preregistered experiment is run once (preregister a new experiment)")  # fmt: skip
+            output = {**first[0], "resumed": True}
+            output["details"] = reassess(ledger, output["record"], output["details"], name=manifest.name)
+            return _print(output, args)
+    output = {"name": manifest.name, "seq": written[0].seq, "record": record, "details": details}
     return _print(output, args)
+
+
+def _copies(problems: dict[str, str]) -> list[list[str]]:
+    """Groups of instance ids that are the same problem (:func:`.ab_claims.problem_identity`)."""
+    groups: dict[str, list[str]] = {}
+    for instance_id, problem in sorted(problems.items()):
+        groups.setdefault(problem, []).append(instance_id)
+    return [ids for ids in groups.values() if len(ids) > 1]
 
 
 def _check_resumed_environment(done: dict[str, dict[str, Any]], jobs: Sequence[Any], digests: dict[str, str]) -> None:
@@ -658,24 +715,10 @@ def reassess(ledger: Any, record: dict[str, Any], details: dict[str, Any], *, na
     lower than the one stored is a downgrade, and says why. ``pending``: the comparison being written."""
     from .ab_claims import LEVELS, c2_blockers, claim_level
     from .audit_ledger import audits
-    from .integrity import recombine
 
-    details = dict(details)
+    recorded_audits = audits(ledger)
+    details = _admissible_now(ledger, details, recorded_audits)
     stored = None if pending else details.get("claim")
-    graded = details.get("graded_runs")
-    if graded is not None:  # re-read every run's disposition under the task's audit as it stands now
-        recorded_audits = audits(ledger)
-        wanted = {r["seq"]: r["task_id"] for r in graded}
-        dispositions, codes = [], []
-        for entry in ledger.entries("score"):
-            if entry.seq in wanted:
-                data = entry.data
-                state, reasons, _ = recombine([*(data.get("reasons") or []), *(data.get("info") or [])],
-                                              data.get("disposition"), _audit_for(recorded_audits, wanted[entry.seq]))  # fmt: skip
-                dispositions.append(state)
-                codes.append(reasons)
-        now = [*(details.get("inadmissible_fixed") or []), *_quarantined_rows(dispositions, codes)]
-        details["inadmissible_because"], details["admissible"] = now, not now
     family = experiment_family(ledger, record["change_under_test"], name, record, details)
     adjusted = family["holm"]
     details["family"] = {k: v for k, v in family.items() if k not in ("holm", "comparisons")}
@@ -684,9 +727,10 @@ def reassess(ledger: Any, record: dict[str, Any], details: dict[str, Any], *, na
     for other in family["comparisons"]:
         if other["name"] == name:
             continue
-        blockers = c2_blockers(other["details"], other["record"], adjusted.get(other["name"]))
-        replications.append({"name": other["name"], "benchmark": other["details"]["benchmark"]["id"],
-                             "task_digests": other["details"].get("task_digests"), "c2": not blockers})  # fmt: skip
+        now = _admissible_now(ledger, other["details"], recorded_audits)  # as this one: under today's audits
+        blockers = c2_blockers(now, other["record"], adjusted.get(other["name"]))
+        replications.append({"name": other["name"], "benchmark": now["benchmark"]["id"],
+                             "problem_digests": now.get("problem_digests"), "c2": not blockers})  # fmt: skip
     level, reasons = claim_level(details, record, holm_p=holm_p, replications=replications)
     details["holm_p_value"] = holm_p
     details["claim"], details["claim_reasons"] = level, reasons
@@ -699,6 +743,29 @@ def reassess(ledger: Any, record: dict[str, Any], details: dict[str, Any], *, na
     return details
 
 
+def _admissible_now(ledger: Any, details: dict[str, Any], recorded_audits: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A comparison's details with its admissibility recomputed: every graded run's disposition re-read
+    under its task's audit as it stands now (a comparison without ``graded_runs`` keeps its own)."""
+    from .integrity import recombine
+
+    details = dict(details)
+    graded = details.get("graded_runs")
+    if graded is None:
+        return details
+    wanted = {r["seq"]: r["task_id"] for r in graded}
+    dispositions, codes = [], []
+    for entry in ledger.entries("score"):
+        if entry.seq in wanted:
+            data = entry.data
+            state, reasons, _ = recombine([*(data.get("reasons") or []), *(data.get("info") or [])], data.get("disposition"),
+                                          _audit_for(recorded_audits, wanted[entry.seq]))  # fmt: skip
+            dispositions.append(state)
+            codes.append(reasons)
+    now = [*(details.get("inadmissible_fixed") or []), *_quarantined_rows(dispositions, codes)]
+    details["inadmissible_because"], details["admissible"] = now, not now
+    return details
+
+
 def _audit_for(recorded_audits: Sequence[dict[str, Any]], task_id: str) -> dict[str, Any]:
     import time
 
@@ -708,14 +775,17 @@ def _audit_for(recorded_audits: Sequence[dict[str, Any]], task_id: str) -> dict[
 
 
 def experiment_family(ledger: Any, change: str, name: str, record: dict[str, Any], details: dict[str, Any]) -> dict[str, Any]:
-    """Every experiment preregistered on ``change`` (this one included, whatever became of them):
-    each one's status and primary p-value, Holm-adjusted over all of them (one not yet run counts as p = 1)."""
+    """Every experiment preregistered in this ledger on ``change`` however it is spelled (:func:`.ab.change_key`;
+    this one included, whatever became of them): each one's status and primary p-value, Holm-adjusted over
+    all of them (one not yet run counts as p = 1, and so does one recorded by an older version, whose
+    p-value pooled (seed, task) pairs)."""
     from .ab_inference import holm
 
     manifests: dict[str, dict[str, Any]] = {}
+    key = ab.change_key(change)
     for entry in ledger.entries("ab_manifest"):
         data = entry.data
-        if data["manifest"].get("change_under_test") == change:
+        if isinstance(data["manifest"].get("change_under_test"), str) and ab.change_key(data["manifest"]["change_under_test"]) == key:
             manifests.setdefault(data["name"], {"seq": entry.seq, "benchmark": (data["manifest"].get("benchmark") or {}).get("id")})
     comparisons: dict[str, dict[str, Any]] = {}
     for entry in ledger.entries("ab_comparison"):
@@ -743,7 +813,9 @@ def experiment_family(ledger: Any, change: str, name: str, record: dict[str, Any
 def _primary_p(details: dict[str, Any]) -> float | None:
     test = details.get("test") or {}
     value = test.get("p_value")
-    return None if value is None else float(value)
+    if value is None or not test.get("primary"):  # not a task-level test: counts as p = 1
+        return None
+    return float(value)
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -786,6 +858,9 @@ def _comparison_table(output: dict[str, Any]) -> None:
         console.print(f"secondary (not decided on): {view['test']}: p = {shown}; assumes {view['assumes']}", soft_wrap=True)
     for reason in details["inadmissible_because"]:
         console.print(f"not admissible: {reason}", soft_wrap=True)
+    from .ab_report import access_text
+
+    console.print("access, as declared in the manifest (not observed by the grader): " + access_text(details), soft_wrap=True)
     for task in details.get("excluded_tasks") or []:
         console.print(f"excluded: {task['instance_id']}: {'; '.join(task['why'])}", soft_wrap=True)
     family = details.get("family") or {}

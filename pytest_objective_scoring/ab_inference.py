@@ -3,10 +3,11 @@
 Tasks are the sample; seeds are repeated measurements within a task. Each arm's outcome on a task
 is its mean over seeds, and the arms are compared task by task:
 
-- **the primary test** pairs the arms per task, d_t = candidate mean − baseline mean. Up to
-  :data:`EXACT_MAX_TASKS` tasks it is the exact sign-flip permutation test of the mean of d_t
-  (``scipy.stats.permutation_test``, every one of the 2^n sign patterns), its interval the set of
-  shifts the same test does not reject (test inversion). Beyond that, the mean of d_t with
+- **the primary test** pairs the arms per task, d_t = candidate mean − baseline mean. While at most
+  :data:`EXACT_MAX_TASKS` tasks differ (d_t ≠ 0; tied tasks look the same under either sign) it is
+  the exact sign-flip permutation test of the mean of d_t (``scipy.stats.permutation_test``, every
+  sign pattern of the untied tasks), its interval the set of shifts the same test does not reject
+  (test inversion; beyond 16 tasks in all, the clustered interval below). Beyond that, the mean of d_t with
   standard errors clustered by task (Miller 2024, "Adding Error Bars to Evals": with the same
   number of seeds per task, the cluster-robust standard error of the pooled (task, seed)
   difference is the standard error of the per-task means, sd(d_t)/sqrt(n)), Student's t with n − 1
@@ -55,15 +56,25 @@ def task_means(outcomes: Mapping[tuple[int, str], bool], seeds: Sequence[int], t
     return [sum(bool(outcomes[(seed, task)]) for seed in seeds) / len(seeds) for task in tasks]
 
 
+TIE: Final = 1e-9  # a per-task difference this small is a tie (float noise of a mean of 0/1 outcomes)
+
+
+def _untied(differences: Sequence[float]) -> list[float]:
+    return [d for d in differences if abs(d) > TIE]
+
+
 def _sign_flip_p(differences: Sequence[float]) -> float:
-    """The exact two-sided p-value of the sign-flip test of mean(d) = 0 (every sign pattern)."""
+    """The exact two-sided p-value of the sign-flip test of mean(d) = 0 (every sign pattern).
+
+    A tied task (d = 0) looks the same under either sign: the p-value is that of the untied ones
+    alone, which is what makes the exact test usable on hundreds of tasks when few of them differ."""
     import numpy as np
     from scipy import stats  # type: ignore[import-untyped]
 
-    values = np.asarray(differences, dtype=float)
-    if not np.any(values):
+    values = np.asarray(_untied(differences), dtype=float)
+    if values.size < 2:  # nothing, or one task, differs: both signs reach it, p = 1
         return 1.0
-    result = stats.permutation_test((values,), np.mean, permutation_type="samples", n_resamples=np.inf,
+    result = stats.permutation_test((values,), np.sum, permutation_type="samples", n_resamples=np.inf,
                                     alternative="two-sided", vectorized=True, axis=-1)  # fmt: skip
     return float(min(1.0, result.pvalue))
 
@@ -100,18 +111,21 @@ def paired_task_test(baseline: Sequence[float], candidate: Sequence[float], alph
 
     differences = [c - b for b, c in zip(baseline, candidate, strict=True)]
     n = len(differences)
-    delta = sum(differences) / n
-    out: dict[str, Any] = {"tasks": n, "delta": delta, "alpha": alpha, "standard_error": None, "interval": None}
-    if n <= EXACT_MAX_TASKS:
+    delta = sum(differences) / n if n else 0.0
+    untied = len(_untied(differences))
+    out: dict[str, Any] = {"tasks": n, "untied_tasks": untied, "delta": delta, "alpha": alpha, "standard_error": None,
+                           "interval": None, "interval_model": None}  # fmt: skip
+    if untied <= EXACT_MAX_TASKS:  # few tasks differ: the exact test, whatever the number of tied ones
         out["test"] = PRIMARY_EXACT
         out["p_value"] = _sign_flip_p(differences)
-        out["smallest_possible_p"] = 2.0 ** (1 - n) if n else 1.0
-        if interval and n:
-            out["interval"] = list(_inverted_interval(differences, alpha))
+        out["smallest_possible_p"] = 2.0 ** (1 - untied) if untied > 1 else 1.0
+        if interval and 0 < n <= EXACT_MAX_TASKS:
+            out["interval"], out["interval_model"] = list(_inverted_interval(differences, alpha)), "sign-flip test inverted"
+        elif interval and n > EXACT_MAX_TASKS:  # shifting every task unties them all: the clustered model's interval
+            out["interval"], out["interval_model"] = _clustered(differences, delta, alpha)[1], "clustered by task"
         return out
     out["test"] = PRIMARY_CLUSTERED
-    spread = sum((d - delta) ** 2 for d in differences) / (n - 1)
-    se = math.sqrt(spread / n)
+    se = _clustered(differences, delta, alpha)[0]
     out["standard_error"] = se
     if max(differences) - min(differences) < 1e-12:  # every task moved alike: the sign-flip test's own answer
         out["p_value"] = 1.0 if delta == 0 else 2.0 ** (1 - n)
@@ -121,9 +135,18 @@ def paired_task_test(baseline: Sequence[float], candidate: Sequence[float], alph
     out["statistic"] = statistic
     out["p_value"] = float(2 * stats.t.sf(abs(statistic), n - 1))
     if interval:
-        half = float(stats.t.ppf(1 - alpha / 2, n - 1)) * se
-        out["interval"] = [max(-1.0, delta - half), min(1.0, delta + half)]
+        out["interval"], out["interval_model"] = _clustered(differences, delta, alpha)[1], "clustered by task"
     return out
+
+
+def _clustered(differences: Sequence[float], delta: float, alpha: float) -> tuple[float, list[float]]:
+    """The standard error clustered by task and the t interval of the mean difference."""
+    from scipy import stats
+
+    n = len(differences)
+    se = math.sqrt(sum((d - delta) ** 2 for d in differences) / (n - 1) / n) if n > 1 else 0.0
+    half = float(stats.t.ppf(1 - alpha / 2, n - 1)) * se if n > 1 else 0.0
+    return se, [max(-1.0, delta - half), min(1.0, delta + half)]
 
 
 def secondary_views(baseline: Mapping[tuple[int, str], bool], candidate: Mapping[tuple[int, str], bool],

@@ -117,6 +117,7 @@ def markdown(output: Mapping[str, Any], images: Mapping[str, str] | None = None)
         *([f"- paired t-test over the per-seed rates: p = {test['t_test_over_seeds']['p_value']:.4g}"]
           if test.get("t_test_over_seeds") else []),
         *([f"- {details['power']['statement']}"] if (details.get("power") or {}).get("statement") else []),
+        f"- access, as declared in the manifest (a statement of the researcher, not observed by the grader): {access_text(details)}",
         *[f"- excluded (failed the cutoff gate): {t['instance_id']}: {'; '.join(t['why'])}"
           for t in details.get("excluded_tasks") or []],
         f"- recommendation: **{result['recommendation']}** — {details['recommendation_because']}",
@@ -139,6 +140,20 @@ def markdown(output: Mapping[str, Any], images: Mapping[str, str] | None = None)
     if images:
         lines += ["## Plots", "", *[f"![{name}]({src})" for name, src in images.items()], ""]
     return "\n".join(lines)
+
+
+def access_text(details: Mapping[str, Any]) -> str:
+    """Each arm's declared access, in one line."""
+    parts = []
+    for arm in details.get("arm_kinds") or []:
+        access = arm.get("access")
+        if access is None:
+            parts.append(f"{arm['name']}: undeclared")
+        else:
+            reached = [k.replace("_", " ") for k, v in access.items() if v]
+            parts.append(f"{arm['name']}: " + (", ".join(reached) if reached else "none of network, repository history, "
+                                              "hidden tests, gold"))  # fmt: skip
+    return "; ".join(parts) or "not recorded"
 
 
 def _num(value: Any, spec: str) -> str:

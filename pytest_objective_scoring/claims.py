@@ -122,6 +122,7 @@ class Claims:
         self.token = secrets.token_hex(8)
         self.folder = claims_folder(ledger.path)
         self.held: dict[str, int] = {}  # job key -> seq of this run's claim entry
+        self.instances: dict[str, Any] = {}  # job key -> its instance id (named in a release)
         self.released: list[dict[str, Any]] = []  # dead claimants' claims this run released
         self.folder.mkdir(exist_ok=True)
         self.owner_file = self.folder / f"{self.token}.lock"
@@ -147,7 +148,10 @@ class Claims:
             who = liveness.about(path)
             self.ledger.append_decided(lambda conn, token=token, who=who: self._release_all(conn, token, who))  # type: ignore[misc]
             if liveness.probe(path) == liveness.DEAD:
-                path.unlink(missing_ok=True)
+                try:
+                    path.unlink(missing_ok=True)
+                except OSError:  # a folder made read-only: its claims are released all the same
+                    pass
 
     def _release_all(self, conn: sqlite3.Connection, token: str, who: Mapping[str, Any]) -> Items:
         items = []
@@ -192,6 +196,7 @@ class Claims:
             items.append(("claim", lambda _: claim))
             return items
 
+        self.instances[key] = (about or {}).get("instance_id")
         written = self.ledger.append_decided(decide)
         if found:
             if found[0].state == "mine":
@@ -209,7 +214,7 @@ class Claims:
         seq = self.held.get(key)
         if seq is None:
             return
-        claim = {"job_key": key, "claimant": self.token}
+        claim = {"job_key": key, "claimant": self.token, "instance_id": self.instances.get(key)}
 
         def decide(conn: sqlite3.Connection) -> Items:
             latest = _latest(conn, key)

@@ -679,6 +679,9 @@ def build_parser() -> argparse.ArgumentParser:
     gb.add_argument("--reruns", metavar="N", type=_reruns, default=0,
                     help="Run each candidate's tests N more times in shuffled orders (the scorecard's robustness)")
     _add_patch_limit(gb)
+    gb.add_argument("--max-wait", metavar="S", type=options.positive_seconds, default=None,
+                    help="Stop waiting after S seconds for jobs another run has claimed (default: wait until that run "
+                    "records them or is proven dead); the results so far are kept, exit 2")  # fmt: skip
     gb.add_argument("--retry-infra", action="store_true", help="Grade again predictions whose recorded grading was an infrastructure failure")
     options.add_compat_option(gb.add_argument, prefix="")
     _add_runner_options(gb, keep=False, per_instance=True)
@@ -905,7 +908,7 @@ RowHandler = Callable[[Any, dict[str, Any], "dict[str, Any] | None", "dict[str, 
 def grade_jobs(
     ledger: Any, jobs: Sequence[Any], settings: dict[str, Any], *, workers: int, scheduler: str | None,
     retry_infra: bool = False, quiet: bool = False, on_row: RowHandler | None = None, run_id: str | None = None,
-    poll: float = 2.0,
+    poll: float = 2.0, max_wait: float | None = None,
 ) -> tuple[dict[str, dict[str, Any]], list[Any]]:
     """Grade the jobs not yet in the ledger (locally or on a cluster), recording each result as it
     arrives; returns every job's report row by job key, and the jobs that were graded now.
@@ -961,7 +964,11 @@ def grade_jobs(
 
     def claim(job: Any) -> bool:
         """Whether this run grades ``job`` now; a recorded result is read back, a held job waits."""
+        before = len(claims.released)
         taken = claims.take(job.key, {"instance_id": job.instance.instance_id, "model_name_or_path": job.prediction.model})
+        for released in claims.released[before:]:  # a run that died while this one went on
+            progress.note(f"took back the claim on {job.instance.instance_id} of a run that is gone ({released['why']}): "
+                          "it is graded here")  # fmt: skip
         if taken.state == "mine":
             waiting.pop(job.key, None)
             graded.append(job)
@@ -1016,11 +1023,18 @@ def grade_jobs(
         with progress, claims:
             execute(todo, True)
             said = ""
+            waited_since = time.monotonic()
             while waiting:
+                if max_wait is not None and time.monotonic() - waited_since > max_wait:
+                    held = sorted(f"{job.instance.instance_id} (pid {h.get('pid')} on {h.get('host')})" for job, h in waiting.values())
+                    raise CommandError(f"{len(held)} job(s) still claimed by another run after --max-wait {max_wait:g} s: "
+                                       f"{', '.join(held[:5])}; the {len(rows)} result(s) graded or read back so far are in the ledger; run "
+                                       "the command again once that run has ended")  # fmt: skip
                 holders = sorted({f"pid {h.get('pid')} on {h.get('host')}" + (f", run {h['run_id']}" if h.get("run_id") else "")
                                   for _, h in waiting.values()})  # fmt: skip
                 text = (f"waiting for {len(waiting)} job(s) another run is grading ({'; '.join(holders)}): each is read "
-                        "back once recorded, or graded here if that run ends without it")  # fmt: skip
+                        "back once recorded, or graded here if that run ends without it"
+                        + ("" if max_wait is not None else " (--max-wait S stops waiting)"))  # fmt: skip
                 if text != said:
                     progress.note(text)
                     said = text
@@ -1148,7 +1162,8 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
     with opened as ledger:
         try:
             rows, todo = grade_jobs(ledger, jobs, settings, workers=args.workers, scheduler=args.scheduler,
-                                    retry_infra=args.retry_infra, quiet=args.json, on_row=logs, run_id=run_id)  # fmt: skip
+                                    retry_infra=args.retry_infra, quiet=args.json, on_row=logs, run_id=run_id,
+                                    max_wait=args.max_wait)  # fmt: skip
         except KeyboardInterrupt:
             print(f"objective-score grade-batch: interrupted; the results so far are in {ledger_path}; "
                   f"run the same command again to resume (with --run-id {run_id} to continue this run's log tree)",

@@ -54,14 +54,20 @@ def hold(path: Path, about: dict[str, Any] | None = None) -> int:
     return descriptor
 
 
-def release(descriptor: int, path: Path | None = None) -> None:
-    """End an ownership: remove the owner file (when given) and drop the lock."""
+def release(descriptor: int, path: Path | None = None) -> bool:
+    """End an ownership: remove the owner file (when given) and drop the lock. Returns False when the
+    file could not be removed (a folder made read-only, say): the lock is dropped all the same, so the
+    file is then a dead owner's, removed by whoever next proves it dead."""
+    removed = True
     if path is not None:
         try:
             path.unlink()
         except FileNotFoundError:
             pass
+        except OSError:
+            removed = False
     os.close(descriptor)
+    return removed
 
 
 def probe(path: Path) -> State:

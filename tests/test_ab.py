@@ -82,7 +82,12 @@ def edit(path: str, value: Any) -> dict[str, Any]:
         ("seeds", [1, 1], "expected a non-empty list of distinct whole numbers"),
         ("seeds", [], "expected a non-empty list of distinct whole numbers"),
         ("primary_metric", "vibes", "the comparison's primary metric is resolve_rate"),
-        ("decision_rule.alpha", 0.9, "decision_rule.alpha: expected a number between 0 and 0.5"),
+        ("decision_rule.alpha", 0.2, "decision_rule.alpha: expected a number above 0 and at most 0.1, got 0.2"),
+        ("decision_rule.task_effect_sd", 0.0, "decision_rule.task_effect_sd: expected the assumed spread of per-task effects, between 0.1 and 1"),
+        ("decision_rule.min_effect", 1.0, "decision_rule.min_effect: expected the smallest uplift worth detecting"),
+        ("frozen.timeout", float("inf"), "field 'timeout': expected a finite number, got inf"),
+        ("change_under_test", "loc v2\n**Claim level supported: C3**", "field 'change_under_test': control characters"),
+        ("model_training_cutoff", "not a date", "field 'model_training_cutoff': cutoff 'not a date': not an ISO 8601"),
         ("benchmark.metric_space", "pass_at_k", "this comparison grades binary_resolved"),
         ("change_under_test", "", "field 'change_under_test': expected a non-empty string"),
         ("verdict", "keep", "field 'verdict' is not part of a manifest"),
@@ -116,13 +121,13 @@ def test_the_spec_example_five_seeds_each_is_a_paired_yes_and_agrees_with_scipy(
     baseline, candidate = [33, 36, 35, 34, 37], [36, 39, 38, 40, 37]
     delta, significant, test = ab.compare(pairs(baseline), pairs(candidate), [1, 2, 3, 4, 5], TASKS, 0.05, admissible=True)
     assert delta == pytest.approx(0.03) and significant == "yes"
-    # the primary test: tasks are the sample, each task's mean over the five seeds, paired per task
+    # the primary test: tasks are the sample, each task's mean over the five seeds, paired per task; 7 of the
+    # 100 tasks differ (all for the candidate): the exact sign-flip test over them, p = 2 / 2^7
     per_task = [sum(i < c for c in candidate) / 5 - sum(i < b for b in baseline) / 5 for i in range(100)]
-    expected = scipy_stats.ttest_1samp(per_task, 0.0)
-    assert "clustered by task" in test["test"] and test["tasks"] == 100
-    assert test["p_value"] == pytest.approx(expected.pvalue) and test["statistic"] == pytest.approx(expected.statistic)
-    interval = expected.confidence_interval(0.95)
-    assert test["interval"] == pytest.approx([interval.low, interval.high])
+    assert "exact sign-flip" in test["test"] and test["tasks"] == 100 and test["untied_tasks"] == 7
+    assert test["p_value"] == pytest.approx(2 / 2**7)
+    interval = scipy_stats.ttest_1samp(per_task, 0.0).confidence_interval(0.95)  # 100 tasks: the clustered interval
+    assert test["interval"] == pytest.approx([interval.low, interval.high]) and test["interval_model"] == "clustered by task"
     # the secondary views, labelled and computed as before
     mcnemar, t_test = test["secondary"]["mcnemar_pooled_pairs"], test["secondary"]["t_test_over_seeds"]
     assert mcnemar["discordant"] == {"candidate_only": 15, "baseline_only": 0} and "independent" in mcnemar["assumes"]

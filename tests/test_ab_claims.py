@@ -32,7 +32,7 @@ def c2_facts(**details_changes: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         "arm_kinds": [{"name": "baseline", "kind": "native", "harness_version": "h-1"},
                       {"name": "candidate", "kind": "governed", "harness_version": "h-2"}],
         "environment_parity": {"identical": True}, "power": {"min_effect": 0.1, "powered": True},
-        "test": {"test": "primary", "alpha": 0.05, "p_value": 0.001}, "outcomes_identical": False,
+        "test": {"test": "primary", "primary": True, "alpha": 0.05, "p_value": 0.001}, "outcomes_identical": False,
     }  # fmt: skip
     record = {"seeds": [1, 2, 3, 4, 5], "change_under_test": "loc v2", "frozen": {"model": "m"},
               "result": {"significant": "yes", "delta": 0.2, "recommendation": "keep"}}  # fmt: skip
@@ -71,6 +71,11 @@ def test_a_comparison_with_every_fact_in_place_reaches_c2_and_names_its_scope():
         ({"family": {"experiments": 3}}, 0.09, "not significant once the 3 experiments on this change are counted"),
         ({"record_result": {"significant": "yes", "delta": 0.2, "recommendation": "pare_back"}}, 0.001,
          "the recommendation is pare_back"),
+        ({"test": {"test": "primary", "primary": True, "alpha": 0.1, "p_value": 0.001}}, 0.001,
+         "alpha 0.1 is looser than 0.05"),
+        ({"power": {"min_effect": 0.3, "powered": True}}, 0.001, "the uplift +0.200 is below the preregistered smallest"),
+        ({"test": {"test": "exact McNemar test on discordant task-seed pairs", "alpha": 0.05, "p_value": 0.001}}, 0.001,
+         "recorded by an older version whose significance pooled (seed, task) pairs"),
     ],
 )  # fmt: skip
 def test_c2_is_refused_whenever_one_of_its_facts_is_missing(change, holm_p, reason):
@@ -80,16 +85,29 @@ def test_c2_is_refused_whenever_one_of_its_facts_is_missing(change, holm_p, reas
     assert reason in " ".join(c2_blockers(details, record, holm_p))
 
 
+def test_the_same_problem_renamed_reworded_or_reformatted_is_the_same_problem():
+    from pytest_objective_scoring.ab_claims import problem_identity
+
+    row = {"instance_id": "x-1", "repo": "o/r", "base_commit": "abc", "problem_statement": "Fix it.",
+           "patch": "diff --git a/f b/f\n+x\n", "test_patch": "", "FAIL_TO_PASS": ["t::a"], "PASS_TO_PASS": ["t::b", "t::c"]}
+    copy = dict(row, instance_id="x-1-copy", problem_statement="Fix it, please.\n", created_at="2025-01-01",
+                patch="diff --git a/f b/f\n+x  \n", PASS_TO_PASS=["t::c", "t::b"])  # fmt: skip
+    assert problem_identity(row) == problem_identity(copy)
+    assert problem_identity(row) != problem_identity(dict(row, patch="diff --git a/f b/f\n+y\n"))
+
+
 def test_c3_needs_another_benchmark_family_with_disjoint_tasks_not_another_name():
-    details, record = c2_facts()
-    same_tasks = {"name": "renamed", "benchmark": "bench-a-v2", "task_digests": details["task_digests"], "c2": True}
+    details, record = c2_facts(problem_digests=[f"sha256:p{i}" for i in range(24)])
+    same_tasks = {"name": "renamed", "benchmark": "bench-a-v2", "problem_digests": details["problem_digests"], "c2": True}
     level, reasons = claim_level(details, record, holm_p=0.001, replications=[same_tasks])
     assert level == "C2" and "renamed (bench-a-v2: shares tasks with this one) do not count" in reasons[2]
-    one_shared = dict(same_tasks, task_digests=["sha256:a3", "sha256:z1"])
+    one_shared = dict(same_tasks, problem_digests=["sha256:p3", "sha256:z1"])
     assert claim_level(details, record, holm_p=0.001, replications=[one_shared])[0] == "C2"
-    same_id = {"name": "again", "benchmark": "bench-a", "task_digests": ["sha256:z1"], "c2": True}
+    same_id = {"name": "again", "benchmark": "bench-a", "problem_digests": ["sha256:z1"], "c2": True}
     assert claim_level(details, record, holm_p=0.001, replications=[same_id])[0] == "C2"
-    elsewhere = {"name": "swe", "benchmark": "swe-bench-lite", "task_digests": ["sha256:z1", "sha256:z2"], "c2": True}
+    unknown = {"name": "old", "benchmark": "swe-bench-lite", "problem_digests": None, "c2": True}
+    assert claim_level(details, record, holm_p=0.001, replications=[unknown])[0] == "C2", "no problem digests: no proof"
+    elsewhere = {"name": "swe", "benchmark": "swe-bench-lite", "problem_digests": ["sha256:z1", "sha256:z2"], "c2": True}
     level, reasons = claim_level(details, record, holm_p=0.001, replications=[elsewhere])
     assert level == "C3" and "swe (swe-bench-lite)" in reasons[2]
     assert claim_level(details, record, holm_p=0.001, replications=[dict(elsewhere, c2=False)])[0] == "C2"
@@ -123,13 +141,14 @@ def _audit(ledger: Any, instance: Any, disposition: str = "valid") -> None:
 
 def _stored_comparison(ledger: Any, name: str, change: str = "loc v2", benchmark: str = "bench-a",
                        p_value: float = 0.001, recommendation: str = "keep", graded: list | None = None,
-                       claim: str = "C2") -> None:  # fmt: skip
-    details, record = c2_facts(benchmark={"id": benchmark}, test={"test": "primary", "alpha": 0.05, "p_value": p_value},
+                       claim: str = "C2", problems: list | None = None) -> None:  # fmt: skip
+    details, record = c2_facts(benchmark={"id": benchmark}, test={"test": "primary", "primary": True, "alpha": 0.05, "p_value": p_value},
                                record_change_under_test=change,
                                record_result={"significant": "yes" if p_value < 0.05 else "no", "delta": 0.2,
                                               "recommendation": recommendation})  # fmt: skip
     details["graded_runs"] = graded or []
     details["claim"] = claim
+    details["problem_digests"] = problems
     details.update(benchmark={"id": benchmark, "revision": "1", "metric_space": "binary_resolved"}, task_set="s@v1",
                    recommendation_because="by rule", pass_at_k={}, role="regression")  # fmt: skip
     cost = {"tokens": None, "calls": None, "cpu": 1.0, "wall_time": 1.0, "dollars": None}
@@ -177,10 +196,10 @@ def test_every_experiment_on_the_change_is_listed_and_counted_a_rejected_one_inc
 
     path = tmp_path / "ledger.sqlite"
     with Ledger(path) as ledger:
-        _stored_comparison(ledger, "first-try", p_value=0.6, recommendation="reject", claim="C0")
+        _stored_comparison(ledger, "first-try", change="Loc  V2", p_value=0.6, recommendation="reject", claim="C0")
         _stored_comparison(ledger, "renamed-retry", benchmark="bench-a-renamed", p_value=0.03, claim="C2")
         ledger.append("ab_manifest", {"name": "never-run", "digest": "sha256:z", "task_set": {},
-                                      "manifest": {"change_under_test": "loc v2", "benchmark": {"id": "bench-b"}}})  # fmt: skip
+                                      "manifest": {"change_under_test": "loc\u00a0v2 ", "benchmark": {"id": "bench-b"}}})  # fmt: skip
         _stored_comparison(ledger, "unrelated", change="another change", p_value=0.0001)
     shown = json.loads(run_cli("ab", "show", "renamed-retry", "--ledger", str(path), "--json").stdout)["details"]
     family = shown["family"]
@@ -378,3 +397,82 @@ def test_the_documented_walk_through_runs_as_written_and_gives_its_hand_derived_
     assert details["admissible"] and details["environment_parity"]["identical"]
     assert details["claim"] == "C0" and "3 task(s), fewer than 20" in details["claim_reasons"][1]
     assert "no smallest effect worth detecting was preregistered" in details["claim_reasons"][1]
+
+
+def test_a_replication_counts_only_if_it_still_reaches_c2_under_todays_audits(tmp_path):
+    from pytest_objective_scoring.ab_commands import reassess
+    from pytest_objective_scoring.ledger import Ledger
+    from pytest_objective_scoring.sets import task_id_of
+
+    path = tmp_path / "ledger.sqlite"
+    instances = _instances()
+    with Ledger(path) as ledger:
+        runs = []
+        for instance in instances:
+            _audit(ledger, instance)
+            entry = ledger.append("score", {"instance_id": instance.instance_id, "disposition": "eligible", "reasons": []})
+            runs.append({"seq": entry.seq, "task_id": task_id_of(instance)})
+        _stored_comparison(ledger, "here", p_value=0.001, graded=runs[:2], problems=["sha256:h1", "sha256:h2"], claim="C3")
+        _stored_comparison(ledger, "there", benchmark="bench-b", p_value=0.001, graded=runs[2:], problems=["sha256:t1"])
+
+    def claim_of_here() -> dict:
+        with Ledger(path, read_only=True) as ledger:
+            stored = next(e.data for e in ledger.entries("ab_comparison") if e.data["name"] == "here")
+            return reassess(ledger, stored["record"], stored["details"], name="here")
+
+    assert claim_of_here()["claim"] == "C3"
+    with Ledger(path) as ledger:  # a later audit finds the task only "there" was graded on invalid
+        _audit(ledger, instances[2], "invalid")
+    now = claim_of_here()
+    assert now["claim"] == "C2" and now["claim_downgraded"]["from"] == "C3"
+    assert "not C3: no C2 replication" in " ".join(now["claim_reasons"])
+
+
+def test_a_second_run_that_pins_at_the_same_moment_finds_the_first_pin(tmp_path):
+    from pytest_objective_scoring.ab_commands import pin_predictions
+    from pytest_objective_scoring.ledger import Ledger
+
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        assert pin_predictions(ledger, "exp", "sha256:m", {"baseline": {"a": {"model_patch": "sha256:1"}}}) is None
+        raced = pin_predictions(ledger, "exp", "sha256:m", {"baseline": {"a": {"model_patch": "sha256:2"}}})
+        assert raced is not None and raced["arms"]["baseline"]["a"]["model_patch"] == "sha256:1"
+        assert len(list(ledger.entries("ab_predictions"))) == 1, "one pin per experiment, whatever ran at once"
+
+
+def test_a_set_holding_copies_of_one_problem_is_refused_before_anything_is_graded(tmp_path):
+    rows = [json.loads(line) for line in DATASET.read_text().splitlines()]
+    copy = dict(rows[0], instance_id=rows[0]["instance_id"] + "-copy", problem_statement=rows[0]["problem_statement"] + "  ")
+    dataset = tmp_path / "copies.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in [*rows, copy]))
+    ledger = tmp_path / "ledger.sqlite"
+    assert run_cli("sets", "create", "regression", "--role", "regression", "--dataset", str(dataset), "--source",
+                   "static:fixtures", "--ledger", str(ledger)).returncode == 0  # fmt: skip
+    example = FIXTURES / "ab"
+    assert run_cli("ab", "preregister", str(example / "manifest.json"), "--ledger", str(ledger)).returncode == 0
+    done = run_cli("ab", "run", str(example / "manifest.json"), "--arm", f"baseline={example / 'baseline.jsonl'}",
+                   "--arm", f"candidate={example / 'candidate.jsonl'}", "--dataset", str(dataset), "--repos",
+                   str(FIXTURES / "repos"), "--ledger", str(ledger))  # fmt: skip
+    assert done.returncode == 2 and "holds the same problem under several tasks (1 group(s), e.g. " in done.stderr
+    assert "fixtures__textstats-1, fixtures__textstats-1-copy" in done.stderr and "Nothing was graded" in done.stderr
+
+
+def test_a_run_stops_waiting_for_another_runs_claims_after_max_wait(tmp_path):
+    from pytest_objective_scoring import batch
+    from pytest_objective_scoring.claims import Claims
+    from pytest_objective_scoring.cli import CommandError, grade_jobs
+    from pytest_objective_scoring.instances import load_instances
+    from pytest_objective_scoring.ledger import Ledger
+
+    predictions = batch.load_predictions(FIXTURES / "predictions" / "fixtures.jsonl")[:1]
+    settings = {"python": sys.executable, "timeout": 60.0, "compat": "strict", "compute_rate": 0.0, "network": False}
+    jobs = batch.plan_jobs(load_instances(DATASET), predictions, FIXTURES / "repos", settings)
+    path = tmp_path / "ledger.sqlite"
+    with Ledger(path) as other_ledger, Claims(other_ledger, run_id="the-other-run") as other:  # alive: it holds its lock
+        assert other.take(jobs[0].key, {"instance_id": jobs[0].instance.instance_id}).state == "mine"
+        with Ledger(path) as ledger, pytest.raises(CommandError) as stopped:
+            grade_jobs(ledger, jobs, settings, workers=1, scheduler=None, quiet=True, poll=0.1, max_wait=0.5)
+        assert "1 job(s) still claimed by another run after --max-wait 0.5 s" in str(stopped.value)
+        assert f"pid {__import__('os').getpid()}" in str(stopped.value)
+    with Ledger(path, read_only=True) as ledger:
+        assert [e.kind for e in ledger.entries()] == ["claim", "release"], "nothing graded; the claim released at exit"
+        assert next(ledger.entries("release")).data["instance_id"] == jobs[0].instance.instance_id

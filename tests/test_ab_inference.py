@@ -113,3 +113,11 @@ def test_holm_adjusts_over_every_experiment_and_an_unrun_one_counts_as_p_one():
     assert holm({"a": 0.01, "b": 0.04, "c": 0.03}) == pytest.approx({"a": 0.03, "b": 0.06, "c": 0.06})
     assert holm({"only": 0.03}) == {"only": pytest.approx(0.03)}
     assert holm({"ran": 0.03, "never-run": None}) == pytest.approx({"ran": 0.06, "never-run": 1.0})
+
+
+def test_when_few_tasks_differ_the_exact_test_decides_however_many_tie():
+    four = paired_task_test([0.0] * 20, [1.0] * 4 + [0.0] * 16, 0.05)
+    assert "exact sign-flip" in four["test"] and four["untied_tasks"] == 4 and four["p_value"] == pytest.approx(2 / 16)
+    assert four["interval_model"] == "clustered by task", "20 tasks: the interval of the clustered model, said so"
+    assert paired_task_test([0.0], [1.0], 0.05)["p_value"] == 1.0, "one task cannot be tested: p = 1, no crash"
+    assert paired_task_test([0.1 + 0.2] * 10, [0.3] * 10, 0.05)["p_value"] == 1.0, "float noise is a tie"

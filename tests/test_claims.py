@@ -262,3 +262,16 @@ def test_a_grading_holds_its_workspace_and_leaves_nothing_behind(tmp_path, keep)
         assert not (left[0] / OWNER_FILE).exists(), "a kept workspace has no owner file: no sweep ever takes it"
     else:
         assert left == []
+
+
+def test_an_owner_file_that_cannot_be_removed_still_ends_the_ownership(tmp_path, monkeypatch):
+    owner = tmp_path / "owner.lock"
+    descriptor = liveness.hold(owner)
+
+    def refuse(self: Path, missing_ok: bool = False) -> None:
+        raise PermissionError(1, "Operation not permitted", str(self))
+
+    monkeypatch.setattr(Path, "unlink", refuse)
+    assert liveness.release(descriptor, owner) is False, "said, never raised: the report still gets written"
+    monkeypatch.undo()
+    assert liveness.probe(owner) == liveness.DEAD, "the lock is dropped all the same: the next run proves it dead"
