@@ -391,6 +391,21 @@ def refuse_future_cutoff(cutoff: str | Cutoff, now: _dt.datetime | None = None) 
     return parsed
 
 
+def refuse_copies(instances: Iterable[Instance]) -> None:
+    """SetError naming both tasks when two instances are the same problem (:func:`problem_digest`):
+    a set holds each problem once (a copy under another id would count twice, and burning one burns
+    the other, which a burn written task by task cannot express)."""
+    seen: dict[str, Instance] = {}
+    for instance in instances:
+        digest = problem_digest(instance.fields)
+        if digest in seen and seen[digest].instance_id != instance.instance_id:  # the same id twice is said later
+            first = seen[digest]
+            raise SetError(f"{instance.source}: task {instance.instance_id!r} is the same problem as {first.instance_id!r} "
+                           f"({first.source}): the same repository, commit, statement, patches and tests; a set holds "
+                           "each problem once")  # fmt: skip
+        seen[digest] = instance
+
+
 def refuse_future_tasks(instances: Iterable[Instance], now: _dt.datetime | None = None) -> None:
     """SetError naming the file, the task and the date when a task is dated after now: a task
     cannot have been created in the future, so its dataset is in error (whatever the set's source)."""
@@ -954,6 +969,7 @@ def create_set(ledger: Ledger, name: str, role: str, instances: Sequence[Instanc
     if not instances:
         raise SetError(f"set {name!r} would hold no task: a benchmark set holds at least one task")
     refuse_future_tasks(instances)
+    refuse_copies(instances)
     rows = [_task_row(instance) for instance in instances]
 
     def build(folded: _Fold) -> dict[str, Any]:
@@ -1015,6 +1031,7 @@ def rotate_set(ledger: Ledger, name: str, add: Sequence[Instance] = (), cutoff: 
     if cutoff is not None:
         refuse_future_cutoff(cutoff)
     refuse_future_tasks(add)
+    refuse_copies(add)
     rows = [_task_row(instance) for instance in add]
 
     def build(folded: _Fold) -> dict[str, Any]:
@@ -1045,8 +1062,9 @@ def rotate_set(ledger: Ledger, name: str, add: Sequence[Instance] = (), cutoff: 
                 retired.append({"task_id": now.task_id, "instance_id": now.instance_id, "rule": now.rule,
                                 "why": now.why})  # fmt: skip
         present = {t["task_id"]: t for t in kept} | {t["instance_id"]: t for t in kept}
+        present |= {t["problem"]: t for t in kept if t.get("problem")}
         for row in rows:
-            clash = present.get(row["task_id"]) or present.get(row["instance_id"])
+            clash = present.get(row["task_id"]) or present.get(row["instance_id"]) or present.get(row.get("problem") or "")
             if clash is not None:
                 raise SetError(f"task {row['instance_id']} ({row['task_id']}) is already in {state.set_id}: --add "
                                "takes fresh tasks")  # fmt: skip

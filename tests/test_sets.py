@@ -66,7 +66,8 @@ def ledger(tmp_path):
 
 def task(instance_id: str, created_at: Any = "2025-06-01T00:00:00Z", **fields: Any) -> Instance:
     """A small instance with a chosen created_at (None leaves the field out)."""
-    data = {"instance_id": instance_id, "FAIL_TO_PASS": ["tests/test_x.py::test_x"], "PASS_TO_PASS": [], **fields}
+    data = {"instance_id": instance_id, "FAIL_TO_PASS": ["tests/test_x.py::test_x"], "PASS_TO_PASS": [],
+            "problem_statement": f"the problem of {instance_id}", **fields}  # each its own problem
     if created_at is not None:
         data["created_at"] = created_at
     return parse_instance(data, f"<{instance_id}>")
@@ -907,3 +908,18 @@ def test_the_commands_refuse_future_dates_and_ambiguous_spellings_with_one_line(
     assert code == 2 and "a decision's time 2999-01-01T00:00:00Z is in the future" in err
     code, out, _ = run(capsys, "sets", "burn", "s", "--decision", "d", "--when", "2025-W23-1", *led, "--json")
     assert code == 0 and json.loads(out)["record"]["last_decision_use"] == 1748822400  # 2025-06-02T00:00:00Z
+
+
+def test_a_set_holds_each_problem_once(tmp_path):
+    import json as _json
+
+    from .runner_helpers import run_cli
+
+    dataset = FIXTURES / "datasets" / "fixtures.jsonl"
+    rows = [_json.loads(line) for line in dataset.read_text().splitlines()]
+    copies = tmp_path / "copies.jsonl"
+    copies.write_text("".join(_json.dumps(r) + "\n" for r in [*rows, dict(rows[0], instance_id="renamed-copy")]))
+    done = run_cli("sets", "create", "s", "--role", "regression", "--dataset", str(copies), "--source", "static:x",
+                   "--ledger", str(tmp_path / "l.sqlite"))  # fmt: skip
+    assert done.returncode == 2 and "task 'renamed-copy' is the same problem as 'fixtures__textstats-1'" in done.stderr
+    assert not (tmp_path / "l.sqlite").exists() or "set" not in done.stdout
