@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import socket
+import platform
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,7 +101,7 @@ def _open_claims(conn: sqlite3.Connection, claimant: str) -> list[tuple[int, dic
 def _process_absent(holder: Mapping[str, Any]) -> bool:
     """True when the holder ran on this host and its process id is free now (never a guess across
     hosts; a reused id keeps the claim, which is the safe side)."""
-    if holder.get("host") != socket.gethostname() or not isinstance(holder.get("pid"), int):
+    if holder.get("host") != platform.node() or not isinstance(holder.get("pid"), int):
         return False
     try:
         os.kill(holder["pid"], 0)

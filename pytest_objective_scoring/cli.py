@@ -951,9 +951,15 @@ def grade_jobs(
         elif job.key not in {j.key for j in todo}:
             todo.append(job)
     progress = _BatchProgress(len({j.key for j in jobs}), len(rows), quiet=quiet)
+
+    def terminate(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, terminate)  # a killed batch stops like an interrupted one, from here on
     try:
         claims = Claims(ledger, run_id=run_id, retry_infra=retry_infra)
     except (OSError, LedgerError) as exc:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
         raise CommandError(f"--ledger {ledger.path}: cannot claim jobs in it ({ledger_problem(exc, ledger.path)}); "
                            "nothing was graded") from None  # fmt: skip
     for released in claims.released:
@@ -962,10 +968,21 @@ def grade_jobs(
     waiting: dict[str, tuple[Any, dict[str, Any]]] = {}  # job key -> (job, the live claim another run holds)
     graded: list[Any] = []
 
+    unclaimed: list[str] = []  # why claims could not be written (the ledger refusing writes): graded without one
+
     def claim(job: Any) -> bool:
         """Whether this run grades ``job`` now; a recorded result is read back, a held job waits."""
         before = len(claims.released)
-        taken = claims.take(job.key, {"instance_id": job.instance.instance_id, "model_name_or_path": job.prediction.model})
+        try:
+            taken = claims.take(job.key, {"instance_id": job.instance.instance_id, "model_name_or_path": job.prediction.model})
+        except Exception as exc:  # the ledger refuses writes: the verdict still stands, graded without a claim
+            if not unclaimed:
+                print(f"objective-score grade-batch: ledger {ledger.path}: a claim could NOT be recorded: "
+                      f"{ledger_problem(exc, ledger.path)} (grading goes on without claims; a run at the same time "
+                      "could grade the same jobs)", file=sys.stderr, flush=True)  # fmt: skip
+            unclaimed.append(str(exc))
+            graded.append(job)
+            return True
         for released in claims.released[before:]:  # a run that died while this one went on
             progress.note(f"took back the claim on {job.instance.instance_id} of a run that is gone ({released['why']}): "
                           "it is graded here")  # fmt: skip
@@ -1005,9 +1022,6 @@ def grade_jobs(
             on_row(job, rows[job.key], envelope, None)
         progress.advance(job, rows[job.key])
 
-    def terminate(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
     def execute(batch_jobs: list[Any], claim_first: bool) -> None:
         if scheduler:
             batch.run_cluster(batch_jobs, settings, scheduler, on_result, claim=claim if claim_first else None)
@@ -1018,7 +1032,6 @@ def grade_jobs(
         from .runner import sweep_workspaces
 
         sweep_workspaces()
-    previous = signal.signal(signal.SIGTERM, terminate)  # a killed batch stops like an interrupted one
     try:
         with progress, claims:
             execute(todo, True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import socket
+import platform
 import time
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -35,7 +35,7 @@ State = Literal["alive", "dead", "gone"]
 
 def owner() -> dict[str, Any]:
     """Who this process is, written into its owner files (for messages, not for the proof)."""
-    return {"host": socket.gethostname(), "pid": os.getpid(), "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    return {"host": platform.node(), "pid": os.getpid(), "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
 def hold(path: Path, about: dict[str, Any] | None = None) -> int:

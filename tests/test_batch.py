@@ -338,13 +338,26 @@ def slow_task(tmp_path: Path, seconds: int) -> tuple[Path, Path, Path]:
     return repos, dataset, preds
 
 
+def _claimed(ledger: Path) -> bool:
+    if not ledger.exists() or ledger.stat().st_size == 0:
+        return False
+    try:
+        with Ledger(ledger, read_only=True) as opened:
+            return any(True for _ in opened.entries("claim"))
+    except Exception:  # noqa: BLE001 - still being made
+        return False
+
+
 def test_an_interrupt_stops_the_running_grading_at_once(tmp_path):
     repos, dataset, preds = slow_task(tmp_path, 60)
     ledger = tmp_path / "l.sqlite"
     command = [sys.executable, "-m", "pytest_objective_scoring", "grade-batch", "--dataset", str(dataset),
                "--predictions", str(preds), "--repos", str(repos), "--ledger", str(ledger), "--log-dir", str(tmp_path / "logs")]  # fmt: skip
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(3)  # the test run is under way
+    deadline = time.monotonic() + 60  # the test run is under way once its job is claimed, plus a moment
+    while time.monotonic() < deadline and proc.poll() is None and not _claimed(ledger):
+        time.sleep(0.1)
+    time.sleep(1.5)
     started = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)

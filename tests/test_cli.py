@@ -416,6 +416,8 @@ def test_grade_batch_keeps_every_verdict_when_the_ledger_refuses_them(tmp_path):
     assert all(r["ledger_seq"] is None and r["ledger_error"] == "database or disk is full" for r in report["results"])
     assert report["ledger_error"] == {"unrecorded": 6, "error": "database or disk is full"}
     assert [line for line in result.stderr.splitlines() if "NOT" in line] == [
+        f"objective-score grade-batch: ledger {ledger}: a claim could NOT be recorded: database or disk is full "
+        "(grading goes on without claims; a run at the same time could grade the same jobs)",
         f"objective-score grade-batch: ledger {ledger}: a result was NOT recorded: database or disk is full (grading "
         "goes on; every verdict is in the report, and a rerun grades the unrecorded ones again)",
         f"objective-score grade-batch: ledger {ledger}: 6 of 6 result(s) NOT recorded (database or disk is full); "
