@@ -1294,24 +1294,38 @@ def _stage_keeper(sandbox, fds, ready, control):
     for fd in fds:
         os.close(fd)
     word = os.read(control, 1)
-    limit = time.monotonic() + (END_GRACE if word == b"g" else 0)
-    while True:
-        if os.waitpid(init, os.WNOHANG)[0] == init:  # it ended, and with it its whole namespace
-            os._exit(0)
-        if time.monotonic() >= limit:
-            break
-        time.sleep(0.001)
-    os.kill(init, signal.SIGKILL)  # its own child, not reaped yet: never another process
+    if _reaped(init, END_GRACE if word == b"g" else 0):  # it ended, and with it its whole namespace
+        os._exit(0)
+    os.kill(init, signal.SIGTERM)  # its own child, not reaped yet: never another process. It kills every
+    if _reaped(init, 1.0):  # process of its namespace and reaps them, so their CPU time is counted
+        os._exit(0)
+    os.kill(init, signal.SIGKILL)
     os.waitpid(init, 0)  # returns once every process of the sample's namespace is gone
     os._exit(0)
 
 
+def _reaped(pid, seconds):
+    """Whether the child ``pid`` ended within ``seconds`` (it is reaped then)."""
+    limit = time.monotonic() + seconds
+    while True:
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return True
+        if time.monotonic() >= limit:
+            return False
+        time.sleep(0.001)
+
+
 def _stage_init(sandbox, fds, ready):
     """PID 1 of the sample's namespace, with a /proc of that namespace: forks the sample process,
-    reaps whatever it leaves, and when the sample process ends writes how on the status pipe (the
-    kernel then ends everything else in the namespace)."""
+    reaps whatever it leaves, and when the sample process ends writes how on the status pipe, then
+    kills and reaps every other process of the namespace. Told to stop by its keeper (SIGTERM from
+    outside the namespace; the sample's own signals are not obeyed) it kills them all first. What it
+    reaps, it counts: their CPU time is its children's."""
+    import signal
     _die_with(None)
     request, reply, status, stderr = fds
+    waited = {signal.SIGCHLD, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, waited)  # taken with sigwaitinfo, which names the sender
     try:
         proc = (sandbox.root + "/proc").encode("utf-8", "surrogateescape")
         if sandbox.libc.mount(b"proc", proc, b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) != 0:
@@ -1330,19 +1344,36 @@ def _stage_init(sandbox, fds, ready):
         os.close(fd)
     ended = None
     while ended is None:
+        got = signal.sigwaitinfo(waited)
+        if got.si_signo == signal.SIGTERM and got.si_pid == 0:  # its keeper: a sender outside the namespace
+            _kill_namespace()
+        while ended is None:  # every child that ended (their SIGCHLDs merge)
+            pid, code, usage = os.wait4(-1, os.WNOHANG)
+            if pid == 0:
+                break
+            if pid == sample:
+                ended = "%d %.6f\n" % (code, usage.ru_utime + usage.ru_stime)
+    try:  # one line for its checker, one for the runner: each reads one
+        for _ in range(2):
+            _write_all(status, ended.encode("ascii"))
+    except OSError:
+        pass
+    _kill_namespace()
+    while True:
         try:
-            pid, code, usage = os.wait4(-1, 0)
+            os.wait4(-1, 0)
         except ChildProcessError:
             break
-        if pid == sample:
-            ended = "%d %.6f\n" % (code, usage.ru_utime + usage.ru_stime)
-    if ended is not None:
-        try:  # one line for its checker, one for the runner: each reads one
-            for _ in range(2):
-                _write_all(status, ended.encode("ascii"))
-        except OSError:
-            pass
     os._exit(0)
+
+
+def _kill_namespace():
+    """From PID 1 of a namespace: kill every other process of it."""
+    import signal
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 def _drop_privileges(sandbox):
@@ -1373,6 +1404,7 @@ def _stage_sample(sandbox, fds, ready):
     import signal
     request, reply, status, stderr = fds
     try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])  # its PID 1 blocks what it waits for: the sample blocks nothing
         os.close(status)
         for target, fd in ((0, request), (1, reply), (2, stderr)):
             os.dup2(fd, target)
@@ -1574,17 +1606,18 @@ def serve(here):
     import importlib
     import socket
     HERE[:] = [here]
+    frames, report = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)  # whatever is printed from here on goes to stderr: stdout carries records only
+    _limit()
     for name in sys.argv[2:]:  # standard modules the problems' code imports: once here, not per sample
         try:
             importlib.import_module(name)
         except BaseException:
             pass
-    frames, report = os.dup(0), os.dup(1)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    os.dup2(2, 1)
-    _limit()
+    _flush()
     place, root = os.path.join(here, "sample"), os.path.join(here, "root")
     for directory in (place, root):
         os.mkdir(directory)

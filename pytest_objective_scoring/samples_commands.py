@@ -89,6 +89,8 @@ def results_problem(args: argparse.Namespace) -> str | None:
     if path is None:
         return None
     option = "--results" if args.results else "--results (default, beside --samples)"
+    if not args.results and os.path.exists(args.samples) and not os.path.isfile(args.samples):
+        return f"{option} {path}: --samples {args.samples} is not a regular file; give --results FILE or --no-results"
     problem = file_problem(option, path)
     if problem is not None:
         return problem + ("" if args.results else "; give --results FILE or --no-results")

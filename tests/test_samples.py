@@ -536,6 +536,11 @@ def test_the_results_path_is_checked_before_any_work(tmp_path: Path, capsys: pyt
     said = refusal(capsys, "--problems", str(PROBLEMS), "--samples", str(copied), "--no-ledger")
     assert f"--results (default, beside --samples) {folder}: is a directory: expected a file; give --results FILE or --no-results" in said
     assert set(tmp_path.iterdir()) == {folder, copied} and list(folder.iterdir()) == []  # nothing ran, nothing written
+    fifo = tmp_path / "samples-pipe"
+    os.mkfifo(fifo)
+    said = refusal(capsys, "--problems", str(PROBLEMS), "--samples", str(fifo), "--no-ledger")
+    assert f"--samples {fifo} is not a regular file; give --results FILE or --no-results" in said
+    fifo.unlink()
     with pytest.raises(SystemExit) as exc:
         cli.main(["grade-samples", *base, "--results", str(tmp_path / "r"), "--no-results"])
     assert exc.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
