@@ -371,7 +371,19 @@ class Sandbox(object):
         for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
                              ("stderr", "/proc/self/fd/2")):
             os.symlink(target, root + "/dev/" + name)
-        for path in self.keep:
+        self._bind_kept(self.keep)
+        self._scratch(scratch[2])  # its own directory, last: nothing is mounted over it
+        self._remount_read_only(root, scratch)
+        if not enter:
+            return
+        if self.libc.chroot(root.encode()) != 0:
+            self._fail("chroot " + root)
+        os.chdir(self.cwd)
+
+    def _bind_kept(self, paths):
+        """Show each of ``paths`` (what :func:`_kept` lists) at the same place in the root."""
+        root, mount = self.root, self.libc.mount
+        for path in paths:
             target = root + path
             if os.path.islink(path):
                 os.makedirs(os.path.dirname(target), exist_ok=True)
@@ -386,13 +398,11 @@ class Sandbox(object):
             if mount(path.encode("utf-8", "surrogateescape"), target.encode("utf-8", "surrogateescape"), None,
                      MS_BIND | MS_REC, None) != 0:
                 self._fail("mount --rbind " + path)
-        self._scratch(scratch[2])  # its own directory, last: nothing is mounted over it
-        self._remount_read_only(root, scratch)
-        if not enter:
-            return
-        if self.libc.chroot(root.encode()) != 0:
-            self._fail("chroot " + root)
-        os.chdir(self.cwd)
+
+    def kept_under(self, places):
+        """The kept paths a fresh scratch at one of ``places`` covers (an interpreter in /tmp, say)."""
+        return [path for path in self.keep if any(path == place or path.startswith(place.rstrip("/") + "/")
+                                                  for place in places)]
 
     def _scratch(self, place):
         os.makedirs(place, exist_ok=True)
@@ -1279,6 +1289,12 @@ def _stage_keeper(sandbox, fds, ready, control):
             sandbox._fail("mount --make-rprivate /")
         for place in ("/tmp", "/dev/shm", sandbox.writable):  # outermost first
             sandbox._scratch(sandbox.root + place)
+        covered = sandbox.kept_under(("/tmp", "/dev/shm"))  # an interpreter kept in /tmp: shown again, read-only
+        if covered:
+            sandbox._bind_kept(covered)
+            for path in covered:
+                if not os.path.islink(path):
+                    sandbox._remount_read_only(sandbox.root + path, [])
         init = os.fork()
     except BaseException as exc:
         _write_all(ready, ("error %s\n" % _failure(exc)).encode("utf-8", "replace"))
