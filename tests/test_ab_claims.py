@@ -367,6 +367,7 @@ def test_a_holdout_task_that_fails_the_cutoff_gate_is_excluded_named_and_never_g
 
 @pytest.mark.slow
 def test_the_documented_walk_through_runs_as_written_and_gives_its_hand_derived_numbers(tmp_path):
+    """Build phase 6 end to end: the walk-through's commands on the bundled example, over real gradings."""
     scipy_stats = pytest.importorskip("scipy.stats")
     ledger = str(tmp_path / "ledger.sqlite")
     example = FIXTURES / "ab"
@@ -397,6 +398,53 @@ def test_the_documented_walk_through_runs_as_written_and_gives_its_hand_derived_
     assert details["admissible"] and details["environment_parity"]["identical"]
     assert details["claim"] == "C0" and "3 task(s), fewer than 20" in details["claim_reasons"][1]
     assert "no smallest effect worth detecting was preregistered" in details["claim_reasons"][1]
+    # the phase 6 record (build spec): exactly its fields, the manifest's frozen configuration, cost on both arms
+    manifest = json.loads((example / "manifest.json").read_text())
+    assert set(record) == {"change_under_test", "frozen", "arms", "seeds", "result"}
+    assert record["frozen"] == manifest["frozen"], "frozen is the manifest's, identical for both arms"
+    scipy_stats = pytest.importorskip("scipy.stats")
+    assert arms["candidate"]["mean"] == pytest.approx(12 / 15)
+    assert arms["baseline"]["variance"] == pytest.approx(scipy_stats.tvar([1 / 3, 1 / 3, 0, 1 / 3, 1 / 3]))
+    for arm, tokens in (("baseline", 40000), ("candidate", 46000)):  # the harness's tokens and dollars, the grading's CPU
+        cost = arms[arm]["cost"]
+        assert cost["tokens"] == 15 * tokens and cost["calls"] == 15 * 20 and cost["cpu"] > 0
+    assert arms["candidate"]["cost"]["dollars"] > 15 * 0.12
+    assert details["pass_at_k"]["candidate"]["pass@5"] == 1.0 and details["identity"][1]["policy_profile"] == "governed"
+    # the comparison burned the task set's tasks
+    shown = json.loads(run_cli("sets", "show", "regression", "--ledger", ledger, "--json").stdout)
+    assert shown["record"]["burned"] is True and shown["record"]["last_decision_use"] is not None
+    # the report: Markdown and a self-contained HTML page with the plots inline
+    report = run_cli("ab", "report", "loc-v2-vs-v1", "--out", str(tmp_path / "report"), "--ledger", ledger)
+    assert report.returncode == 0, report.stderr
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "Claim level supported: C0" in text and "localization subsystem v2" in text and "never averaged" in text
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert page.count("data:image/png;base64,") == 2 and "<table>" in page and "http" not in page.split("<body>")[1]
+    table = run_cli("ab", "show", "loc-v2-vs-v1", "--ledger", ledger)
+    assert "significant: no" in table.stdout and "recommendation: pare_back" in table.stdout
+    # running again reads the comparison back: nothing is graded twice, no second comparison is written
+    arm_args = ["--arm", f"baseline={example / 'baseline.jsonl'}", "--dataset", str(DATASET), "--repos",
+                str(FIXTURES / "repos"), "--ledger", ledger]  # fmt: skip
+    again = run_cli("ab", "run", str(example / "manifest.json"), *arm_args, "--arm",
+                    f"candidate={example / 'candidate.jsonl'}", "--json")  # fmt: skip
+    assert json.loads(again.stdout)["record"]["arms"] == record["arms"] and json.loads(again.stdout)["resumed"]
+    # a preregistered experiment is run once: other predictions are refused, never a second, luckier result
+    rows = [json.loads(line) for line in (example / "candidate.jsonl").read_text().splitlines()]
+    other, dearer = tmp_path / "other.jsonl", tmp_path / "dearer.jsonl"
+    gold = (FIXTURES / "patches" / "csvlite" / "gold.diff").read_text()
+    other.write_text("".join(json.dumps(dict(r, model_patch=gold) if (r["seed"], r["instance_id"]) == (1, "fixtures__csvlite-1")
+                                        else r) + "\n" for r in rows))  # fmt: skip
+    refused = run_cli("ab", "run", str(example / "manifest.json"), *arm_args, "--arm", f"candidate={other}")
+    assert refused.returncode == 2 and "--arm candidate=" in refused.stderr
+    assert "fixtures__csvlite-1 seed 1: field 'model_patch' changed" in refused.stderr
+    # a change of cost fields only is refused too
+    dearer.write_text("".join(json.dumps(dict(r, dollars=0.5)) + "\n" for r in rows))
+    costly = run_cli("ab", "run", str(example / "manifest.json"), *arm_args, "--arm", f"candidate={dearer}")
+    assert costly.returncode == 2 and "field 'dollars' changed (0.12 -> 0.5)" in costly.stderr
+    from pytest_objective_scoring.ledger import Ledger
+
+    with Ledger(Path(ledger), read_only=True) as opened:
+        assert len(list(opened.entries("ab_comparison"))) == 1
 
 
 def test_a_replication_counts_only_if_it_still_reaches_c2_under_todays_audits(tmp_path):

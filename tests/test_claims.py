@@ -64,7 +64,8 @@ def test_a_child_process_does_not_inherit_the_lock(tmp_path):
         from pathlib import Path
         from pytest_objective_scoring import liveness
         liveness.hold(Path(sys.argv[1]))
-        child = subprocess.Popen(["sleep", "30"], start_new_session=True)
+        child = subprocess.Popen(["sleep", "30"], start_new_session=True, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)  # not holding our pipes: we return at once
         print(child.pid, flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
     """, str(owner))  # fmt: skip
