@@ -327,6 +327,7 @@ def test_one_seed_is_never_significant_and_unknown_frozen_fields_are_undetermine
     assert "quarantined runs are not admissible: task_audit_missing (6)" in details["inadmissible_because"]
 
 
+@pytest.mark.slow
 def test_refusals_before_anything_is_graded(tmp_path):
     ledger, manifest = experiment(tmp_path, seeds=[1])
     base = arm_file(tmp_path, "b", BASELINE, 0.1, seeds=(1,))
@@ -403,6 +404,7 @@ def rewrite(path: Path, tmp_path: Path, name: str, change: Any) -> Path:
     (lambda rows: rows[1:], "fixtures__textstats-1 seed 1: removed (pinned, not in the file)"),
     (lambda rows: rows + [dict(rows[0], instance_id="fixtures__extra-1")], "fixtures__extra-1 seed 1: added (in the file, not pinned)"),
 ], ids=["patch", "patch-field", "cost-field-only", "cost-field-removed", "removed-prediction", "added-prediction"])  # fmt: skip
+@pytest.mark.slow
 def test_changed_predictions_are_refused_before_anything_is_graded(tmp_path, change, expected):
     ledger, manifest = experiment(tmp_path, seeds=[1])
     assert ab_cli("preregister", str(manifest), ledger=ledger).returncode == 0
@@ -512,6 +514,7 @@ def test_a_passive_arm_that_changes_outcomes_fails_treatment_integrity():
     assert same_details["outcomes_identical"] and same_details["admissible"]
 
 
+@pytest.mark.slow
 def test_the_preregistration_pins_the_task_set_and_a_holdout_needs_the_models_cutoff(tmp_path):
     ledger = tmp_path / "ledger.sqlite"
     made = run_cli("sets", "create", "hold", "--role", "holdout_live", "--dataset", str(DATASET), "--source",

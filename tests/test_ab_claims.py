@@ -163,6 +163,7 @@ def _stored_comparison(ledger: Any, name: str, change: str = "loc v2", benchmark
                                     "claim_c2": claim in ("C2", "C3"), "jobs_digest": "sha256:y"})  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_claim_is_recomputed_when_read_and_a_later_audit_downgrades_it_saying_why(tmp_path):
     from pytest_objective_scoring.ledger import Ledger
     from pytest_objective_scoring.sets import task_id_of
@@ -191,6 +192,7 @@ def test_a_claim_is_recomputed_when_read_and_a_later_audit_downgrades_it_saying_
     assert "**Downgraded** from C2" in (tmp_path / "report" / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_every_experiment_on_the_change_is_listed_and_counted_a_rejected_one_included(tmp_path):
     from pytest_objective_scoring.ledger import Ledger
 
@@ -236,6 +238,7 @@ def _set_and_manifest(tmp_path: Path, **changes: Any) -> tuple[Path, Path]:
     return ledger, manifest
 
 
+@pytest.mark.slow
 def test_an_arm_that_could_reach_the_answer_is_refused_at_preregistration(tmp_path):
     arms = [{"name": "baseline", "harness_version": "h-1", "kind": "native", "access": ACCESS},
             {"name": "candidate", "harness_version": "h-2", "kind": "governed", "access": {**ACCESS, "gold": True}}]
@@ -264,6 +267,7 @@ def test_undeclared_or_unequal_access_makes_the_evidence_quarantined():
                                               "authority envelope is required of a matched comparison"]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_power_is_stated_at_preregistration_and_a_design_that_cannot_reach_its_claim_is_refused(tmp_path):
     ledger, manifest = _set_and_manifest(tmp_path, name="asks-c2",
                                          decision_rule={"alpha": 0.05, "min_effect": 0.1})  # fmt: skip
@@ -305,6 +309,7 @@ def test_a_resumed_run_in_another_environment_is_refused_and_parity_is_judged_pe
     assert not parity["identical"] and "t-1" in parity["why"]
 
 
+@pytest.mark.slow
 def test_the_environment_digest_changes_when_a_package_is_installed(tmp_path):
     from pytest_objective_scoring.environments import probe_environment
 
@@ -487,6 +492,7 @@ def test_a_second_run_that_pins_at_the_same_moment_finds_the_first_pin(tmp_path)
         assert len(list(ledger.entries("ab_predictions"))) == 1, "one pin per experiment, whatever ran at once"
 
 
+@pytest.mark.slow
 def test_a_set_holding_copies_of_one_problem_is_refused_before_anything_is_graded(tmp_path):
     rows = [json.loads(line) for line in DATASET.read_text().splitlines()]
     copy = dict(rows[0], instance_id=rows[0]["instance_id"] + "-copy", problem_statement=rows[0]["problem_statement"] + "  ")

@@ -81,6 +81,7 @@ def _simulated_rejections(tasks: int, seeds: int, repetitions: int, seed: int) -
     return primary / repetitions, pooled / repetitions
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("tasks", "seeds", "repetitions"), [(30, 10, 400), (12, 10, 200)])
 def test_the_type_one_error_holds_when_task_effects_average_to_zero(tasks, seeds, repetitions):
     primary, pooled = _simulated_rejections(tasks, seeds, repetitions, seed=tasks)

@@ -128,6 +128,7 @@ def test_infrastructure_failure_exits_3(tmp_path):
     assert "verdict: NO VERDICT - infrastructure failure (setup): " in result.stdout
 
 
+@pytest.mark.slow
 def test_demo_grades_every_bundled_candidate_as_expected(tmp_path):
     result = run_cli("demo", "--json", cwd=tmp_path)  # found through the source tree, not the cwd
     assert result.returncode == 0, result.stdout + result.stderr
@@ -139,6 +140,7 @@ def test_demo_grades_every_bundled_candidate_as_expected(tmp_path):
     assert verdicts[("fixtures__textstats-1", "tamper")] == "not_resolved"
 
 
+@pytest.mark.slow
 def test_demo_prints_a_table_and_progress(tmp_path):
     import shutil
 
@@ -222,6 +224,7 @@ def swebench_row(tmp_path, project: str) -> dict:
     return row
 
 
+@pytest.mark.slow
 def test_grade_strict_matches_the_ids_a_swebench_row_holds_cut_at_a_space(tmp_path):
     row = swebench_row(tmp_path, "textstats")
     f2p, p2p = json.loads(row["FAIL_TO_PASS"]), json.loads(row["PASS_TO_PASS"])
@@ -409,6 +412,7 @@ def test_the_verdict_is_written_before_the_ledger_is_appended(tmp_path):
     assert final["score"] == early["score"]
 
 
+@pytest.mark.slow
 def test_grade_batch_keeps_every_verdict_when_the_ledger_refuses_them(tmp_path):
     ledger = refusing_ledger(tmp_path / "ledger.sqlite")
     preds = tmp_path / "preds.jsonl"

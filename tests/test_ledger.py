@@ -144,6 +144,7 @@ def test_a_newer_schema_is_refused(tmp_path):
 # ---------------------------------------------------------------- recording graded runs
 
 
+@pytest.mark.slow
 def test_grade_appends_score_and_cost_and_the_cli_reads_them(tmp_path):
     from .conftest import FIXTURES
     from .runner_helpers import run_cli

@@ -17,6 +17,8 @@ from pytest_objective_scoring.runner import BadInput
 from .conftest import FIXTURES, PROJECTS
 from .runner_helpers import GIT, grade, instance_of, make_patch, patch_of, tree_digest
 
+pytestmark = pytest.mark.slow  # real gradings (docs/development.md: the fast subset)
+
 INTERVALS = FIXTURES / "repos" / "intervals"
 INTERVAL_PY = "src/intervals/interval.py"
 BUGGY = "return self.start < other.end and other.start < self.end"

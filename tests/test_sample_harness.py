@@ -29,6 +29,8 @@ from pytest_objective_scoring.sample_harness import (
 from pytest_objective_scoring.samples import Problem, Sample, build_report
 from pytest_objective_scoring.testrun import isolation_prefix
 
+pytestmark = pytest.mark.slow  # real gradings (docs/development.md: the fast subset)
+
 
 def confinable() -> bool:
     """Whether this machine gives a process its own user and mount namespaces (what 'separate' needs)."""

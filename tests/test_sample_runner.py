@@ -29,8 +29,8 @@ from pytest_objective_scoring.testrun import isolation_prefix
 
 from .test_sample_harness import confinable
 
-pytestmark = pytest.mark.skipif(not confinable(), reason="the warm runner needs user and mount namespaces (Linux); "
-                                "elsewhere every sample runs in a harness of its own")  # fmt: skip
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not confinable(), reason="the warm runner needs user and mount namespaces (Linux); "
+                                "elsewhere every sample runs in a harness of its own")]  # fmt: skip
 
 
 def pool_for(tmp_path: Path, problems: list[Problem], python: str = sys.executable) -> samples_commands.WarmPool:
