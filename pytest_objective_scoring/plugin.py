@@ -1,7 +1,8 @@
 """The pytest plugin: ``pytest --objective-score=INSTANCE``.
 
-Thin hooks only. When ``--objective-score`` is not given the plugin registers
-its options and does nothing else. When it is:
+Thin hooks only, imported on first use: :mod:`.plugin_entry` (the ``pytest11``
+entry point) registers the options and calls :func:`configure` only when one of
+them is given. With an instance:
 
 * :class:`~.recorder.ReportFlagger` runs in every process (xdist workers too)
   and marks reports that say passed although their phase raised;
@@ -10,50 +11,135 @@ its options and does nothing else. When it is:
 * :class:`ScoringSession` runs only on the controller (or a plain run): it folds
   every report into one outcome per test, grades the two gates once, writes the
   envelope, adds the Score to pytest-json-report's report, prints the summary
-  and, with ``--objective-gate``, sets the exit status.
+  and, with ``--objective-gate``, sets the exit status;
+* under xdist, :class:`WorkerFolder` folds each test on its worker and
+  :class:`MergingSession`, the controller's ScoringSession, only merges.
 """
 
 from __future__ import annotations
 
+import argparse
+import errno
 import gc
 import os
 import platform
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 import pytest
 
 from . import options
+from .cost_ledger import DEFAULT_COMPUTE_RATE
 
 if TYPE_CHECKING:
     from .instances import Instance
-    from .options import Settings
+    from .outcomes import Collector, TestRecord
 
 SESSION_NAME = "objective-scoring-session"
 WORKER_CPU_NAME = "objective-scoring-worker-cpu"
 WORKER_CPU_KEY = "objective_scoring_cpu"
 SELECTOR_NAME = "objective-scoring-selector"
 FLAGGER_NAME = "objective-scoring-flagger"
+FOLDER_NAME = "objective-scoring-folder"
 WORKERINPUT_KEY = "objective_scoring"
 FLAGS_KEY = "objective_scoring"  # recorder.FLAGS_KEY: the flagger's marks on a report
+TEST_KEY = "objective_scoring_test"  # WorkerFolder's summary of a test, on the report that ends it
 NO_FLAGS: dict[str, bool] = {}
+PLAIN_WHENS = frozenset({"setup", "call", "teardown"})
+PLAIN_ORDER = ["setup", "call", "teardown"]
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("objective-scoring", "Classify tests and gate on FAIL_TO_PASS / PASS_TO_PASS outcomes")
-    options.add_plugin_options(group)
-    options.add_plugin_ini(parser)
+@dataclass(frozen=True)
+class Settings:
+    """The plugin's settings, resolved once: command line > environment > ini > default."""
+
+    instance: Path | None
+    instance_id: str | None
+    out: Path | None
+    compat: str
+    patch_ref: str | None
+    gate: bool
+    select: bool
+    ledger: Path | None = None
+    cost: Path | None = None
+    harness: str | None = None
+    compute_rate: float = DEFAULT_COMPUTE_RATE
+
+    @property
+    def enabled(self) -> bool:
+        return self.instance is not None
+
+
+def resolve_settings(config: Any, usage_error: type[Exception]) -> Settings:
+    """Read the settings from a pytest ``Config``; bad values raise ``usage_error``."""
+
+    def pick(option: str, ini: str | None, env: str | None = None) -> tuple[Any, str]:
+        value = config.getoption(option)
+        if value is not None:
+            return value, "command line"
+        if env and os.environ.get(env):
+            return os.environ[env], f"${env}"
+        if ini is not None:
+            ini_value = config.getini(ini)
+            if ini_value not in (None, ""):
+                return ini_value, "config file"
+        return None, "default"
+
+    instance, instance_source = pick("objective_score", "objective_score", options.ENV_INSTANCE)
+    instance_id, _ = pick("objective_instance_id", "objective_instance_id")
+    out, out_source = pick("objective_score_out", "objective_score_out")
+    compat, source = pick("objective_compat", "objective_compat")
+    if compat is not None and compat not in options.COMPAT_MODES:
+        raise usage_error(f"objective_compat {compat!r} (from {source}) is not one of {', '.join(options.COMPAT_MODES)}")
+    gate, _ = pick("objective_gate", "objective_gate")
+    select, _ = pick("objective_select", "objective_select")
+    ledger, ledger_source = pick("objective_ledger", "objective_ledger")
+    if config.getoption("objective_no_ledger"):
+        ledger_path = None
+    else:
+        ledger_path = _path(config, ledger, ledger_source) or (Path(config.rootpath) / ".objective-scoring" / "ledger.sqlite")
+    cost, cost_source = pick("objective_cost", None)
+    rate, rate_source = pick("objective_compute_rate", "objective_compute_rate")
+    if rate is not None and rate_source == "config file":
+        try:
+            rate = options.compute_rate(str(rate))
+        except argparse.ArgumentTypeError as exc:
+            raise usage_error(f"objective_compute_rate (from config file): {exc}") from None
+    return Settings(
+        cost=_path(config, cost, cost_source),
+        harness=config.getoption("objective_harness"),
+        compute_rate=DEFAULT_COMPUTE_RATE if rate is None else rate,
+        instance=_path(config, instance, instance_source),
+        instance_id=instance_id or None,
+        out=_path(config, out, out_source),
+        compat=compat or "strict",
+        patch_ref=config.getoption("objective_patch_ref"),
+        gate=bool(gate),
+        select=bool(select),
+        ledger=ledger_path,
+    )
+
+
+def _path(config: Any, value: str | None, source: str) -> Path | None:
+    """Paths from the config file are relative to the rootdir, others to where pytest started."""
+    if not value:
+        return None
+    base = Path(config.rootpath) if source == "config file" else Path(config.invocation_params.dir)
+    return (base / str(value)).resolve()
 
 
 def _settings(config: pytest.Config) -> Settings:
-    settings = options.resolve_settings(config, pytest.UsageError)
+    settings = resolve_settings(config, pytest.UsageError)
     workerinput = getattr(config, "workerinput", None)
     if workerinput and WORKERINPUT_KEY in workerinput:
         sent = workerinput[WORKERINPUT_KEY]
-        settings = options.Settings(
+        settings = Settings(
             instance=Path(sent["instance"]),
             instance_id=sent["instance_id"],
             out=None,
@@ -98,23 +184,40 @@ def _check_combinations(config: pytest.Config, settings: Settings) -> None:
         )
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_configure(config: pytest.Config) -> None:
+def configure(config: pytest.Config) -> None:
+    """``pytest_configure`` (trylast) of a run that gives any of the plugin's options: resolve and
+    check them, and with an instance register the plugin's objects for this process's role."""
     settings = _settings(config)
     _check_combinations(config, settings)
     if not settings.enabled:
         return
-    instance = _load(settings)
+    workerinput = getattr(config, "workerinput", None)
+    instance = _load(settings) if workerinput is None or settings.select else None  # the controller checked it
     config.pluginmanager.register(_flagger(), FLAGGER_NAME)
     if settings.select:
+        assert instance is not None
         config.pluginmanager.register(Selector(instance, settings.compat), SELECTOR_NAME)
-    if not hasattr(config, "workerinput"):
-        scoring = ScoringSession(config, settings, instance, _harness_cost(settings))
+    if workerinput is None:
+        assert instance is not None
+        distributed = _distributes(config)
+        kind = MergingSession if distributed else ScoringSession
+        scoring = kind(config, settings, instance, _harness_cost(settings))
         config.pluginmanager.register(scoring, SESSION_NAME)
         if config.pluginmanager.hasplugin("xdist"):
-            config.pluginmanager.register(XdistHooks(settings, scoring), "objective-scoring-xdist")
+            config.pluginmanager.register(XdistHooks(settings, scoring, fold=distributed), "objective-scoring-xdist")
     else:
         config.pluginmanager.register(WorkerCpu(config), WORKER_CPU_NAME)
+        if (workerinput.get(WORKERINPUT_KEY) or {}).get("fold"):
+            config.pluginmanager.register(WorkerFolder(), FOLDER_NAME)
+
+
+def _distributes(config: pytest.Config) -> bool:
+    """Whether this process is the controller of an xdist run (whichever plugin configures first)."""
+    if config.pluginmanager.get_plugin("dsession") is not None:
+        return True
+    option = config.option
+    return (config.pluginmanager.hasplugin("xdist") and getattr(option, "dist", "no") != "no"
+            and bool(getattr(option, "tx", None)) and not option.collectonly)  # xdist's own test  # fmt: skip
 
 
 def _harness_cost(settings: Settings) -> Any:
@@ -149,6 +252,54 @@ class WorkerCpu:
             output[WORKER_CPU_KEY] = process_cpu_seconds()
 
 
+class WorkerFolder:
+    """On an xdist worker: fold each test here, so that the controller only merges.
+
+    The phases of a test are gathered as its reports are made; the report that ends the test (its
+    teardown) carries, under ``TEST_KEY``, all the controller's grading needs of them: the test's
+    duration (a float) when every phase plainly passed, else every phase as a fact list ``[when,
+    outcome, xfail, strict_xpass, raised_but_passed, runtest_replaced, duration, message]`` in the
+    order the reports came (the arguments of ``Collector.add_phase``). A later report of the same
+    id (a re-run) starts a new list, which its own teardown carries.
+    """
+
+    def __init__(self) -> None:
+        from .recorder import _message
+
+        self.message_of = _message
+        self.phases: dict[str, list[Any]] = {}
+
+    @pytest.hookimpl(tryfirst=True)  # before xdist serialises the report for the controller
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        nodeid, when, outcome = report.nodeid, report.when, report.outcome
+        attributes = report.__dict__
+        duration = report.duration or 0.0
+        phase: Any
+        if outcome == "passed" and when in PLAIN_WHENS and "wasxfail" not in attributes and FLAGS_KEY not in attributes:
+            phase = (when, duration)  # a plain pass
+        else:
+            flags = attributes.get(FLAGS_KEY) or NO_FLAGS
+            longrepr = report.longrepr
+            phase = [when or "???", outcome, "wasxfail" in attributes,
+                     outcome == "failed" and isinstance(longrepr, str) and longrepr.startswith("[XPASS(strict)]"),
+                     bool(flags.get("raised_but_passed")), bool(flags.get("runtest_replaced")), duration,
+                     "" if outcome == "passed" else self.message_of(report)]  # fmt: skip
+        seen = self.phases.get(nodeid)
+        if seen is None:
+            seen = self.phases[nodeid] = []
+        seen.append(phase)
+        if when == "teardown":
+            del self.phases[nodeid]
+            attributes[TEST_KEY] = summarize(seen)
+
+
+def summarize(phases: list[Any]) -> Any:
+    """A folded test's value for the controller: its duration, or its phases as fact lists."""
+    if len(phases) == 3 and all(type(p) is tuple for p in phases) and [p[0] for p in phases] == PLAIN_ORDER:
+        return float(phases[0][1] + phases[1][1] + phases[2][1])
+    return [[p[0], "passed", False, False, False, False, p[1], ""] if type(p) is tuple else p for p in phases]
+
+
 def _flagger() -> object:
     """The report flagger, as a new-style wrapper where pluggy has them (pluggy >= 1.1)."""
     from .recorder import ReportFlagger, flag_report
@@ -169,20 +320,22 @@ def _flagger() -> object:
     return WrapperFlagger()
 
 
-def pytest_unconfigure(config: pytest.Config) -> None:
-    for name in (SESSION_NAME, SELECTOR_NAME, FLAGGER_NAME, WORKER_CPU_NAME, "objective-scoring-xdist"):
+def unconfigure(config: pytest.Config) -> None:
+    for name in (SESSION_NAME, SELECTOR_NAME, FLAGGER_NAME, WORKER_CPU_NAME, FOLDER_NAME, "objective-scoring-xdist"):
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
             config.pluginmanager.unregister(plugin, name)
 
 
 class XdistHooks:
-    """Controller -> worker: the resolved instance, so workers select the same tests;
-    worker -> controller: each worker's CPU-seconds, for the cost ledger."""
+    """Controller -> worker: the resolved instance, so workers select the same tests, and whether
+    they fold their tests (:class:`WorkerFolder`); worker -> controller: each worker's CPU-seconds,
+    for the cost ledger."""
 
-    def __init__(self, settings: Settings, scoring: ScoringSession) -> None:
+    def __init__(self, settings: Settings, scoring: ScoringSession, fold: bool = False) -> None:
         self.settings = settings
         self.scoring = scoring
+        self.fold = fold
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         output = getattr(node, "workeroutput", None) or {}
@@ -198,6 +351,7 @@ class XdistHooks:
             "instance_id": self.settings.instance_id,
             "compat": self.settings.compat,
             "select": self.settings.select,
+            "fold": self.fold,
         }
 
 
@@ -257,6 +411,7 @@ class ScoringSession:
         self.settings = settings
         self.instance = instance
         self.collector = Collector()
+        self.flagged: set[str] = set()  # ids with a report the flagger marked
         self.collect_errors: list[tuple[str, str]] = []
         self.session: pytest.Session | None = None
         self.envelope: dict[str, Any] | None = None
@@ -289,6 +444,8 @@ class ScoringSession:
             self.collector.add_plain_pass(report.nodeid, report.when or "???", report.duration or 0.0)
             return
         flags = attributes.get(FLAGS_KEY) or NO_FLAGS
+        if flags:
+            self.flagged.add(report.nodeid)
         longrepr = report.longrepr
         self.collector.add_phase(
             report.nodeid,
@@ -308,6 +465,10 @@ class ScoringSession:
 
             self.collect_errors.append((report.nodeid, _message(report) or "collection error"))
 
+    def records(self) -> Mapping[str, TestRecord]:
+        """Every test that reported, folded, in arrival order."""
+        return self.collector.records
+
     def finish(self) -> dict[str, Any]:
         """Grade once (memoised): called from sessionfinish and from pytest-json-report."""
         if self.envelope is not None:
@@ -317,7 +478,7 @@ class ScoringSession:
 
         session = self.session
         exitstatus = int(session.exitstatus) if session is not None else None
-        records = self.collector.records
+        records = self.records()
         grading = grade(self.instance, records, self.settings.compat)
         stopped = bool(session is not None and (session.shouldfail or session.shouldstop))
         reason = no_verdict_reason(
@@ -345,6 +506,7 @@ class ScoringSession:
         flags = [
             {"kind": kind, "detail": f"{nodeid} ({when})"}
             for nodeid, record in records.items()
+            if nodeid in self.flagged
             for kind, when in record.flags
         ]
         self.envelope = env.build_envelope(
@@ -418,14 +580,14 @@ class ScoringSession:
             if self.settings.out is not None:
                 from .envelope import dumps
 
-                os.makedirs(self.settings.out.parent, exist_ok=True)
+                make_parent(self.settings.out)
                 self.settings.out.write_text(dumps(envelope), encoding="utf-8")
+                self.written.append(str(self.settings.out))
             if self.settings.ledger is not None:
                 self.ledger_line = _record(self.settings.ledger, envelope)
         finally:
             if collecting:
                 gc.enable()
-            self.written.append(str(self.settings.out))
         if self.settings.gate:
             score = envelope["score"]
             if score is None:
@@ -449,11 +611,144 @@ class ScoringSession:
         from .render import render_envelope
 
         render_envelope(terminalreporter, self.envelope, self.written)
-        from .render import render_integrity
-
-        render_integrity(terminalreporter, self.envelope)
+        line, markup = integrity_status(self.envelope)
+        terminalreporter.write_line(line, **markup)
         if self.ledger_line:
             terminalreporter.write_line(self.ledger_line, red=self.ledger_line.startswith("ledger: NOT"))
+
+
+class MergingSession(ScoringSession):
+    """The controller of an xdist run: its workers fold their tests (:class:`WorkerFolder`), so a
+    test arrives as one value on its teardown report, and this only merges it into the collector.
+
+    The phases a worker reports before that value are kept aside, untouched, and dropped when it
+    comes; they count only if it never does: a worker that crashed in the middle of the test (xdist
+    then reports the test with ``when="???"``), an interrupted run, or a worker that does not fold.
+    Whatever concerns an id beyond one folded run (a crash report, a second run, a phase nobody
+    folded) goes through the collector in arrival order, exactly as a plain run's reports do.
+    """
+
+    def __init__(self, config: pytest.Config, settings: Settings, instance: Instance, harness_cost: Any = None) -> None:
+        super().__init__(config, settings, instance, harness_cost)
+        self.inflight: dict[tuple[Any, str], list[pytest.TestReport]] = {}  # (worker, id) -> its phases so far
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        attributes = report.__dict__
+        folded = attributes.get(TEST_KEY)
+        if folded is not None:
+            nodeid = report.nodeid
+            self.inflight.pop((attributes.get("node"), nodeid), None)  # the phases the value stands for
+            if type(folded) is float:
+                _add_plain_pass(self.collector, nodeid, folded)
+            else:
+                for fact in folded:
+                    if fact[4] or fact[5]:
+                        self.flagged.add(nodeid)
+                    self.collector.add_phase(nodeid, *fact)
+        elif report.when != "???" and "node" in attributes:  # a phase of a test its worker is still running
+            self.inflight.setdefault((attributes["node"], report.nodeid), []).append(report)
+        else:
+            self.flush((attributes.get("node"), report.nodeid))
+            ScoringSession.pytest_runtest_logreport(self, report)
+
+    def flush(self, key: tuple[Any, str]) -> None:
+        """The phases kept aside for a test that will never be folded, into the collector."""
+        for report in self.inflight.pop(key, ()):
+            ScoringSession.pytest_runtest_logreport(self, report)
+
+    def records(self) -> Mapping[str, TestRecord]:
+        for key in list(self.inflight):  # tests that never ended (an interrupted run)
+            self.flush(key)
+        return self.collector.records
+
+
+def _add_plain_pass(collector: Collector, nodeid: str, duration: float) -> None:
+    collector.add_plain_pass(nodeid, "setup", duration)
+    collector.add_plain_pass(nodeid, "call", 0.0)
+    collector.add_plain_pass(nodeid, "teardown", 0.0)
+
+
+# What each reason code of a disposition (docs/audit.md, "Run integrity") means, in a few words.
+REASON_WORDS = {
+    "no_verdict": "there is no verdict",
+    "tests_not_protected": "the tests ran unprotected in this working tree",
+    "task_audit_missing": "the task was never audited (objective-score audit run)",
+    "task_audit_unknown": "the task's audit state is unknown",
+    "task_audit_overdue": "the task's audit is overdue",
+    "task_audit_incomplete": "the task's last audit did not complete",
+    "task_audit_invalid": "the task's audit found it invalid",
+    "tampered_outcome": "a report said passed although its phase raised, or a test's body was swapped",
+    "pytest_internals_patched": "pytest's own functions were replaced during the run",
+    "hook_of_unknown_origin": "a hook of unknown origin ran",
+    "protected_file_modified": "the run wrote a test file",
+}
+
+
+def integrity_status(envelope: dict[str, Any]) -> tuple[str, dict[str, bool]]:
+    """The run's disposition as one line that says what it means, and its markup.
+
+    The disposition itself (``envelope["integrity"]``) is untouched. A live run is always
+    quarantined (``tests_not_protected``: the tests ran in the user's own tree): comparisons do not
+    admit it as evidence, but the verdict of a merge gate on trusted code stands. Only ``invalid``
+    says not to rely on the verdict.
+    """
+    integrity, audit = envelope.get("integrity") or {}, envelope.get("audit") or {}
+    disposition, reasons = integrity.get("disposition"), list(integrity.get("reasons") or [])
+    words = []
+    for code in reasons:
+        said = REASON_WORDS.get(code, code.replace("_", " "))
+        if code == "task_audit_unknown" and audit.get("reason"):
+            said = f"{said} ({audit['reason']})"
+        words.append(said)
+    why = "; ".join(words)
+    codes = f" ({', '.join(reasons)})" if reasons else ""
+    if disposition == "invalid":
+        return f"integrity: INVALID{codes} - do not rely on this verdict: {why}", {"red": True, "bold": True}
+    if disposition == "quarantined":
+        lead = "the verdict above stands" if envelope.get("score") is not None else "no verdict to rely on"
+        return f"integrity: quarantined{codes} - {lead}; the run is just not admissible as A/B evidence: {why}", {}
+    return f"integrity: {disposition}{codes} - the verdict above stands and the run is admissible evidence", {}
+
+
+OWN_FOLDER = ".objective-scoring"
+OWN_FOLDER_FILES = {
+    ".gitignore": "# Created by pytest-objective-scoring automatically.\n*\n",
+    "README.md": "# pytest-objective-scoring\n\n"
+    "This folder holds the ledger of graded runs (`ledger.sqlite`) that pytest-objective-scoring writes "
+    "by default. It ignores itself in git (`.gitignore`); keep it, or delete it to start a new ledger.\n"
+    "See docs/ledger.md of pytest-objective-scoring.\n",
+}
+
+
+def make_own_folder(folder: Path) -> None:
+    """Create ``.objective-scoring`` self-ignored, as pytest creates ``.pytest_cache``: its files are
+    written in a folder beside it that is then renamed into place, so the folder never exists without
+    its ``.gitignore``; a folder that exists already (or that a concurrent run made first) is left as it is."""
+    if folder.is_dir():
+        return
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{OWN_FOLDER}-files-", dir=folder.parent))
+    try:
+        umask = os.umask(0o022)
+        os.umask(umask)
+        staging.chmod(0o777 - umask)
+        for name, content in OWN_FOLDER_FILES.items():
+            (staging / name).write_text(content, encoding="utf-8")
+        staging.rename(folder)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def make_parent(path: Path) -> None:
+    """The folders of a file the plugin writes; a ``.objective-scoring`` among them is made self-ignored."""
+    for folder in reversed(path.parents):
+        if folder.name == OWN_FOLDER and not folder.is_dir():
+            make_own_folder(folder)
+    os.makedirs(path.parent, exist_ok=True)
 
 
 def _record(path: Path, envelope: dict[str, Any]) -> str:
@@ -463,6 +758,7 @@ def _record(path: Path, envelope: dict[str, Any]) -> str:
     from .ledger import LedgerError, record_run
 
     try:
+        make_parent(path)
         entries = record_run(path, envelope, "plugin")
     except (LedgerError, sqlite3.Error, OSError) as exc:
         return f"ledger: NOT written to {path}: {exc}"
