@@ -248,6 +248,9 @@ class Ledger:
             raise LedgerError(f"{self.path}: opened read-only")
         self._close_quietly()
         try:
+            from .own_folder import make_parent
+
+            make_parent(self.path)  # a .objective-scoring folder among them is made self-ignored
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.conn = _connect(self.path)
             _migrate(self.conn)

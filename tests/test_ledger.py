@@ -484,3 +484,15 @@ echo $? > {tmp_path}/grade.rc
     assert envelope["score"]["resolved"] == "resolved", "the verdict stands"
     assert envelope["ledger"]["seq"] is None and envelope["ledger"]["error"], "and says it was not recorded"
     assert "NOT recorded" in (tmp_path / "grade.err").read_text()
+
+
+def test_the_command_lines_default_ledger_folder_ignores_itself_in_git(tmp_path):
+    from pytest_objective_scoring.ledger import Ledger as _Ledger
+
+    with _Ledger(tmp_path / ".objective-scoring" / "ledger.sqlite") as ledger:
+        ledger.append("batch", {"note": "the first write makes the folder"})
+    assert (tmp_path / ".objective-scoring" / ".gitignore").read_text().splitlines()[-1] == "*"
+    (tmp_path / "elsewhere").mkdir()
+    with _Ledger(tmp_path / "elsewhere" / "ledger.sqlite") as ledger:  # a folder of the user's: left as it is
+        ledger.append("batch", {})
+    assert not (tmp_path / "elsewhere" / ".gitignore").exists()
