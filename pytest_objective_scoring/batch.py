@@ -448,6 +448,11 @@ def failure_outcome(envelope: Mapping[str, Any]) -> str:
 # ---------------------------------------------------------------------- the ledger side
 
 
+def _as_recorded(score: Any, cost: Mapping[str, Any] | None) -> dict[str, Any]:
+    cost = cost or {}
+    return {**score.data, "seq": score.seq, "cost": cost.get("cost"), "cost_breakdown": cost.get("breakdown")}
+
+
 def recorded_jobs(ledger: Ledger) -> dict[str, dict[str, Any]]:
     """Job key -> the latest score entry recorded for it (with its ``seq`` and cost)."""
     found: dict[str, dict[str, Any]] = {}
@@ -455,12 +460,18 @@ def recorded_jobs(ledger: Ledger) -> dict[str, dict[str, Any]]:
     for entry in ledger.entries("cost"):
         costs[entry.data.get("score_seq")] = entry.data
     for entry in ledger.entries("score"):
-        data = entry.data
-        key = data.get("job_key")
+        key = entry.data.get("job_key")
         if key:
-            cost = costs.get(entry.seq) or {}
-            found[key] = {**data, "seq": entry.seq, "cost": cost.get("cost"), "cost_breakdown": cost.get("breakdown")}
+            found[key] = _as_recorded(entry, costs.get(entry.seq))
     return found
+
+
+def recorded_job(ledger: Ledger, seq: int) -> dict[str, Any]:
+    """The job recorded by the score entry ``seq`` (as :func:`recorded_jobs` gives it), read alone: a job
+    another run recorded while this one ran, without reading the whole ledger again for each."""
+    score, *linked = ledger.entries_from(seq, 3)  # its cost is written right after it, in the same transaction
+    cost = next((e.data for e in linked if e.kind == "cost" and e.data.get("score_seq") == seq), None)
+    return _as_recorded(score, cost)
 
 
 def record_result(ledger: Ledger, envelope: Mapping[str, Any]) -> int:

@@ -992,7 +992,7 @@ def grade_jobs(
             return True
         if taken.state == "recorded":
             waiting.pop(job.key, None)
-            progress.advance(job, read_back(job, batch.recorded_jobs(ledger)[job.key]))
+            progress.advance(job, read_back(job, batch.recorded_job(ledger, int(taken.seq or 0))))
             return False
         waiting[job.key] = (job, dict(taken.holder))
         return False

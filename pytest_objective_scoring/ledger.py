@@ -325,6 +325,17 @@ class Ledger:
         except sqlite3.DatabaseError as exc:  # a page damaged past the header: found only when read
             raise LedgerError(f"{self.path}: {_what(exc)} ({exc})") from None
 
+    def entries_from(self, seq: int, count: int) -> list[Entry]:
+        """At most ``count`` entries, from ``seq`` on."""
+        if self._empty:
+            return []
+        try:
+            rows = self.conn.execute("SELECT seq, kind, created, body, prev_hash, hash FROM entries WHERE seq >= ? "
+                                     "ORDER BY seq LIMIT ?", (seq, count)).fetchall()  # fmt: skip
+        except sqlite3.DatabaseError as exc:
+            raise LedgerError(f"{self.path}: {_what(exc)} ({exc})") from None
+        return [Entry(*row) for row in rows]
+
     def __len__(self) -> int:
         if self._empty:
             return 0

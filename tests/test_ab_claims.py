@@ -139,6 +139,18 @@ def _audit(ledger: Any, instance: Any, disposition: str = "valid") -> None:
                           "findings": findings, "checks": []}, instance.fields, every_days=30, environment={})  # fmt: skip
 
 
+def _audited_runs(ledger: Any, instances: list[Any]) -> list[dict[str, Any]]:
+    """Each task audited valid and one eligible run of it recorded: the comparison's ``graded_runs``."""
+    from pytest_objective_scoring.sets import task_id_of
+
+    runs = []
+    for instance in instances:
+        _audit(ledger, instance)
+        entry = ledger.append("score", {"instance_id": instance.instance_id, "disposition": "eligible", "reasons": []})
+        runs.append({"seq": entry.seq, "task_id": task_id_of(instance)})
+    return runs
+
+
 def _stored_comparison(ledger: Any, name: str, change: str = "loc v2", benchmark: str = "bench-a",
                        p_value: float = 0.001, recommendation: str = "keep", graded: list | None = None,
                        claim: str = "C2", problems: list | None = None) -> None:  # fmt: skip
@@ -166,17 +178,11 @@ def _stored_comparison(ledger: Any, name: str, change: str = "loc v2", benchmark
 @pytest.mark.slow
 def test_a_claim_is_recomputed_when_read_and_a_later_audit_downgrades_it_saying_why(tmp_path):
     from pytest_objective_scoring.ledger import Ledger
-    from pytest_objective_scoring.sets import task_id_of
 
     path = tmp_path / "ledger.sqlite"
     instances = _instances()
     with Ledger(path) as ledger:
-        graded = []
-        for instance in instances:
-            _audit(ledger, instance)
-            entry = ledger.append("score", {"instance_id": instance.instance_id, "disposition": "eligible", "reasons": []})
-            graded.append({"seq": entry.seq, "task_id": task_id_of(instance)})
-        _stored_comparison(ledger, "exp-c2", graded=graded)
+        _stored_comparison(ledger, "exp-c2", graded=_audited_runs(ledger, instances))
     shown = json.loads(run_cli("ab", "show", "exp-c2", "--ledger", str(path), "--json").stdout)["details"]
     assert shown["claim"] == "C2" and "claim_downgraded" not in shown
     with Ledger(path) as ledger:  # a later audit finds one task invalid: every verdict on it is
@@ -455,16 +461,11 @@ def test_the_documented_walk_through_runs_as_written_and_gives_its_hand_derived_
 def test_a_replication_counts_only_if_it_still_reaches_c2_under_todays_audits(tmp_path):
     from pytest_objective_scoring.ab_commands import reassess
     from pytest_objective_scoring.ledger import Ledger
-    from pytest_objective_scoring.sets import task_id_of
 
     path = tmp_path / "ledger.sqlite"
     instances = _instances()
     with Ledger(path) as ledger:
-        runs = []
-        for instance in instances:
-            _audit(ledger, instance)
-            entry = ledger.append("score", {"instance_id": instance.instance_id, "disposition": "eligible", "reasons": []})
-            runs.append({"seq": entry.seq, "task_id": task_id_of(instance)})
+        runs = _audited_runs(ledger, instances)
         _stored_comparison(ledger, "here", p_value=0.001, graded=runs[:2], problems=["sha256:h1", "sha256:h2"], claim="C3")
         _stored_comparison(ledger, "there", benchmark="bench-b", p_value=0.001, graded=runs[2:], problems=["sha256:t1"])
 

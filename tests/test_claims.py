@@ -276,3 +276,16 @@ def test_an_owner_file_that_cannot_be_removed_still_ends_the_ownership(tmp_path,
     assert liveness.release(descriptor, owner) is False, "said, never raised: the report still gets written"
     monkeypatch.undo()
     assert liveness.probe(owner) == liveness.DEAD, "the lock is dropped all the same: the next run proves it dead"
+
+
+def test_a_job_another_run_recorded_is_read_back_alone_as_the_whole_ledger_gives_it(tmp_path):
+    from pytest_objective_scoring.batch import recorded_job, recorded_jobs
+
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        for key in ("k1", "k2"):
+            ledger.append_linked([("score", lambda _, key=key: {"job_key": key, "outcome": "resolved"}),
+                                  ("cost", lambda written: {"score_seq": written[0].seq, "cost": {"cpu": 1.0},
+                                                            "breakdown": {"compute_dollars": 0.1}})])  # fmt: skip
+        whole = recorded_jobs(ledger)
+        assert recorded_job(ledger, whole["k2"]["seq"]) == whole["k2"] and whole["k2"]["cost"] == {"cpu": 1.0}
+        assert recorded_job(ledger, whole["k1"]["seq"]) == whole["k1"]
