@@ -7,8 +7,8 @@ Help texts follow pytest-xdist's rules: capitalised, a single phrase has no peri
 
 The plugin's own options live in :mod:`.plugin_options` (every pytest run of a
 project where the package is installed imports it, so it stays small) and are
-re-exported here. The plugin's resolved :class:`~.plugin.Settings` and
-:func:`~.plugin.resolve_settings` live in :mod:`.plugin`, imported on first use.
+re-exported here. The plugin's resolved :class:`~.settings.Settings` and
+:func:`~.settings.resolve_settings` live in :mod:`.settings`, imported on first use.
 """
 
 from __future__ import annotations
@@ -88,9 +88,9 @@ def add_environment_options(addoption: AddOption) -> None:
 
 
 def __getattr__(name: str) -> Any:
-    """``Settings`` and ``resolve_settings``, from :mod:`.plugin` on first use (PEP 562)."""
+    """``Settings`` and ``resolve_settings``, from :mod:`.settings` on first use (PEP 562)."""
     if name in ("Settings", "resolve_settings"):
-        from . import plugin
+        from . import settings
 
-        return getattr(plugin, name)
+        return getattr(settings, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

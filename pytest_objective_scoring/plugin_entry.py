@@ -1,8 +1,8 @@
 """The ``pytest11`` entry point: the plugin's options, and nothing more until a run asks for grading.
 
 pytest imports this module in every run where the package is installed, so it only puts
-:class:`PlainImports` in place and takes its hooks from :mod:`.plugin_options`: they register the
-``--objective-*`` options and ini keys and import :mod:`.plugin` only when one of them is given or
+:class:`PlainImports` in place, registers the ``--objective-*`` options and ini keys (from
+:mod:`.plugin_options`) and imports :mod:`.plugin` only when one of them is given or
 ``$PYTEST_OBJECTIVE_SCORE`` is set.
 """
 
@@ -39,7 +39,19 @@ if not any(getattr(finder, "objective_scoring_plain_imports", False) for finder 
 
 from . import plugin_options  # noqa: E402 (through PlainImports)
 
-# The hooks live in plugin_options, which stays free of pytest (the command line shares it).
+# The options hook comes from plugin_options, which stays free of pytest (the command line shares it).
 pytest_addoption = plugin_options.pytest_addoption
-pytest_configure = pytest.hookimpl(trylast=True)(plugin_options.pytest_configure)
-pytest_unconfigure = plugin_options.pytest_unconfigure
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    if plugin_options.asked(config):  # resolved, checked and, with an instance, enabled by the plugin itself
+        from . import plugin
+
+        plugin.configure(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    plugin = sys.modules.get(PACKAGE + ".plugin")
+    if plugin is not None:
+        plugin.unconfigure(config)

@@ -1,5 +1,5 @@
-"""The pytest plugin's options (names, help texts, validators, shared with the CLI by :mod:`.options`)
-and the hooks of its entry point, :mod:`.plugin_entry`.
+"""The pytest plugin's options (names, help texts, validators, shared with the CLI by :mod:`.options`),
+the ``pytest_addoption`` hook of its entry point (:mod:`.plugin_entry`) and :func:`asked`.
 
 pytest imports this module in every run where the package is installed: it stays small, imports
 nothing pytest has not imported already, and not pytest itself (the command line imports it too).
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from typing import Any, Callable, Final
 
 AddOption = Callable[..., Any]
@@ -136,16 +135,3 @@ def asked(config: Any) -> bool:
     if any(value for dest, value in vars(config.option).items() if dest.startswith("objective_")):
         return True
     return any(config.getini(name) for name, _, _ in PLUGIN_INI)
-
-
-def pytest_configure(config: Any) -> None:  # trylast (plugin_entry marks it)
-    if asked(config):  # resolved, checked and, with an instance, enabled by the plugin itself
-        from . import plugin
-
-        plugin.configure(config)
-
-
-def pytest_unconfigure(config: Any) -> None:
-    plugin = sys.modules.get(__name__.rpartition(".")[0] + ".plugin")
-    if plugin is not None:
-        plugin.unconfigure(config)

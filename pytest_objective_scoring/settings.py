@@ -1,0 +1,97 @@
+"""The pytest plugin's settings, resolved once from a pytest ``Config``: command line >
+environment > ini > default (:class:`Settings`, :func:`resolve_settings`).
+
+Below :mod:`.plugin` (which reads them in ``pytest_configure``) and reached lazily from
+:mod:`.options` (``options.Settings``); it imports only the option definitions of
+:mod:`.plugin_options`, so neither of those imports back up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import plugin_options as options
+from .cost_ledger import DEFAULT_COMPUTE_RATE
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The plugin's settings, resolved once: command line > environment > ini > default."""
+
+    instance: Path | None
+    instance_id: str | None
+    out: Path | None
+    compat: str
+    patch_ref: str | None
+    gate: bool
+    select: bool
+    ledger: Path | None = None
+    cost: Path | None = None
+    harness: str | None = None
+    compute_rate: float = DEFAULT_COMPUTE_RATE
+
+    @property
+    def enabled(self) -> bool:
+        return self.instance is not None
+
+
+def resolve_settings(config: Any, usage_error: type[Exception]) -> Settings:
+    """Read the settings from a pytest ``Config``; bad values raise ``usage_error``."""
+
+    def pick(option: str, ini: str | None, env: str | None = None) -> tuple[Any, str]:
+        value = config.getoption(option)
+        if value is not None:
+            return value, "command line"
+        if env and os.environ.get(env):
+            return os.environ[env], f"${env}"
+        if ini is not None:
+            ini_value = config.getini(ini)
+            if ini_value not in (None, ""):
+                return ini_value, "config file"
+        return None, "default"
+
+    instance, instance_source = pick("objective_score", "objective_score", options.ENV_INSTANCE)
+    instance_id, _ = pick("objective_instance_id", "objective_instance_id")
+    out, out_source = pick("objective_score_out", "objective_score_out")
+    compat, source = pick("objective_compat", "objective_compat")
+    if compat is not None and compat not in options.COMPAT_MODES:
+        raise usage_error(f"objective_compat {compat!r} (from {source}) is not one of {', '.join(options.COMPAT_MODES)}")
+    gate, _ = pick("objective_gate", "objective_gate")
+    select, _ = pick("objective_select", "objective_select")
+    ledger, ledger_source = pick("objective_ledger", "objective_ledger")
+    if config.getoption("objective_no_ledger"):
+        ledger_path = None
+    else:
+        ledger_path = _path(config, ledger, ledger_source) or (Path(config.rootpath) / ".objective-scoring" / "ledger.sqlite")
+    cost, cost_source = pick("objective_cost", None)
+    rate, rate_source = pick("objective_compute_rate", "objective_compute_rate")
+    if rate is not None and rate_source == "config file":
+        try:
+            rate = options.compute_rate(str(rate))
+        except argparse.ArgumentTypeError as exc:
+            raise usage_error(f"objective_compute_rate (from config file): {exc}") from None
+    return Settings(
+        cost=_path(config, cost, cost_source),
+        harness=config.getoption("objective_harness"),
+        compute_rate=DEFAULT_COMPUTE_RATE if rate is None else rate,
+        instance=_path(config, instance, instance_source),
+        instance_id=instance_id or None,
+        out=_path(config, out, out_source),
+        compat=compat or "strict",
+        patch_ref=config.getoption("objective_patch_ref"),
+        gate=bool(gate),
+        select=bool(select),
+        ledger=ledger_path,
+    )
+
+
+def _path(config: Any, value: str | None, source: str) -> Path | None:
+    """Paths from the config file are relative to the rootdir, others to where pytest started."""
+    if not value:
+        return None
+    base = Path(config.rootpath) if source == "config file" else Path(config.invocation_params.dir)
+    return (base / str(value)).resolve()
