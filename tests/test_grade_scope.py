@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -62,10 +63,11 @@ def test_a_long_test_run_tells_how_far_it_is_on_standard_error(tmp_path):
     path.write_text(json.dumps(instance))
     args = ("grade", "--repo", str(repo), "--instance", str(path), "--patch", str(FIXTURES / "patches" / "intervals" / "gold.diff"),
             "--no-ledger", "--json")  # fmt: skip
-    done = run_cli(*args)
+    with ThreadPoolExecutor(2) as pool:  # the two runs mostly sleep: side by side
+        talking, silent = pool.submit(run_cli, *args), pool.submit(run_cli, *args, "--quiet")
+        done, quiet = talking.result(), silent.result()
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["score"]["resolved"] == "resolved", "standard output stays the result alone"
     lines = [line for line in done.stderr.splitlines() if "test(s) finished" in line]
     assert lines and lines[0].startswith("objective-score grade: fixtures__intervals-1: candidate run: ")
-    quiet = run_cli(*args, "--quiet")
     assert quiet.returncode == 0 and "test(s) finished" not in quiet.stderr

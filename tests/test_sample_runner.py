@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -348,8 +349,9 @@ def test_a_cold_run_times_the_sample_from_its_own_start_too(tmp_path: Path, isol
         return samples_commands._run_once(problem, Sample("t", 0, 1, "completion", text), python=str(slow), timeout=2.0,
                                           root=tmp_path, prefix=isolation_prefix(network=False), isolation=isolation)
 
-    passed = cold("    time.sleep(0.4)\n    return x + 1\n")
-    endless = cold("    while True:\n        pass\n")
+    with ThreadPoolExecutor(2) as pool:  # each mostly waits for its interpreter: side by side
+        started = [pool.submit(cold, text) for text in ("    time.sleep(0.4)\n    return x + 1\n", "    while True:\n        pass\n")]
+        passed, endless = (future.result() for future in started)
     assert passed.outcome.status == "passed" and passed.wall_time > 3, passed
     assert endless.outcome.status == "timed_out" and endless.outcome.detail == "killed after 2s", endless
     assert endless.wall_time < 3 + 2 + 5  # its own clock, not the grader's kill (STARTUP_GRACE later)
