@@ -36,6 +36,11 @@ incomplete audit never proves a task valid; ``docs/audit.md``).
 
 Every rule is mechanical: verdicts, per-test outcomes, integrity flags, ``ast`` positions,
 ``unidiff`` hunks and exact substring matches. No model, no similarity, no network.
+
+Why over 800 lines: one audit is one reading of many gradings, and each check's generator and
+its reading of the verdicts are kept side by side (the canaries, the exploits and the hunk
+ablations are each a few pure functions over the gold patch); what runs the gradings is
+:mod:`.runner`, and what the ledger keeps of an audit is :mod:`.audit_ledger`.
 """
 
 from __future__ import annotations

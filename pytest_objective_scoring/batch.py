@@ -7,6 +7,11 @@ pytest subprocess) or on a Dask distributed cluster; results come back to the
 client, which alone writes the ledger, one run per transaction, as each one
 arrives. A job whose key is already in the ledger is not graded again: an
 interrupted batch resumes where it stopped.
+
+Why over 800 lines: reading predictions, keying jobs, recording results and SWE-bench's
+per-instance reports and logs are one contract with the ledger (a job key decides what is
+resumed, what is recorded and where its logs go), so they stay together; the engine that
+grades many jobs with claims is :mod:`.jobs` and the command is in :mod:`.commands`.
 """
 
 from __future__ import annotations

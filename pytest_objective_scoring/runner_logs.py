@@ -25,6 +25,10 @@ Two readings of one log are kept:
   saying why.
 
 This module never imports pytest.
+
+Why over 800 lines: two console formats (Django's unittest runner, SymPy's bin/test), each
+read twice (ours and SWE-bench 5.x's reading) through one index and one fold; the two
+readings of one format must be read side by side to see where they differ.
 """
 
 from __future__ import annotations

@@ -37,6 +37,11 @@ A set's status: every task alike, that status; generalization-grade tasks
 (``unseen``, ``continuously_refreshed``) mixed with ``known`` ones,
 ``partially_known``. Pure functions over plain data; this module never imports
 pytest, and nothing in it asks a model.
+
+Why over 800 lines: the contamination rules, the ISO 8601 date grammar they rely on and the
+event-sourced fold that checks every event against the state before it are one discipline;
+the fold must see every rule, and every rule is written once, here. The commands are in
+:mod:`.commands`.
 """
 
 from __future__ import annotations
