@@ -690,13 +690,14 @@ def build_parser() -> argparse.ArgumentParser:
     gb.add_argument("--json", action="store_true", help="Print the report as JSON instead of the table")
     gb.set_defaults(handler=cmd_grade_batch)
 
-    from . import ab_commands, audit_commands, harbor_commands, judged, samples_commands, sets_commands
+    from . import judged
+    from .commands import ab, audit, harbor, samples, sets
 
-    sets_commands.add_parser(sub)
-    ab_commands.add_parser(sub)
-    audit_commands.add_parser(sub)
-    samples_commands.add_parser(sub)
-    harbor_commands.add_parser(sub)
+    sets.register(sub)
+    ab.register(sub)
+    audit.register(sub)
+    samples.register(sub)
+    harbor.register(sub)
     judged.add_parser(sub)
 
     card = sub.add_parser("scorecard", help="Show a run's hierarchical scorecard, or diff two sets of runs stage by stage",

@@ -376,7 +376,7 @@ def test_refusals_before_anything_is_graded(tmp_path):
 
 def pin_first_run(ledger: Path, manifest: Path, base: Path, cand: Path) -> None:
     """What the first `ab run` records before it grades: both arms' predictions, pinned."""
-    from pytest_objective_scoring import ab_commands
+    from pytest_objective_scoring.commands import ab as ab_commands
     from pytest_objective_scoring.ledger import Ledger
 
     parsed, data = ab_commands._load_manifest(str(manifest))
@@ -424,7 +424,7 @@ def test_changed_predictions_are_refused_before_anything_is_graded(tmp_path, cha
 
 
 def test_the_pin_names_every_change_by_arm_instance_and_field():
-    from pytest_objective_scoring.ab_commands import prediction_changes
+    from pytest_objective_scoring.commands.ab import prediction_changes
 
     pinned = {"t-1 seed 1": {"model_patch": "sha256:aa", "tokens": 10}, "t-2 seed 1": {"model_patch": None}}
     assert prediction_changes(pinned, pinned) == []
@@ -437,7 +437,7 @@ def test_the_pin_names_every_change_by_arm_instance_and_field():
 def test_a_quarantined_run_makes_the_comparison_undetermined():
     from types import SimpleNamespace
 
-    from pytest_objective_scoring.ab_commands import summarize_comparison
+    from pytest_objective_scoring.commands.ab import summarize_comparison
 
     manifest = ab.parse_manifest({**MANIFEST, "seeds": [1, 2]}, "m")
     tasks = {"sha256:a": "t-a", "sha256:b": "t-b"}
@@ -483,7 +483,7 @@ def test_the_comparison_refuses_invalid_runs(tmp_path):
 def summarize(arm_rows: dict[str, str], kinds: tuple[str, str] = ("native", "governed"), model_dollars: float | None = 0.1) -> tuple[dict, dict]:
     from types import SimpleNamespace
 
-    from pytest_objective_scoring.ab_commands import summarize_comparison
+    from pytest_objective_scoring.commands.ab import summarize_comparison
 
     data = copy.deepcopy(MANIFEST)
     data["seeds"] = [1, 2]

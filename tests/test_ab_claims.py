@@ -292,7 +292,7 @@ def test_power_is_stated_at_preregistration_and_a_design_that_cannot_reach_its_c
 def test_a_resumed_run_in_another_environment_is_refused_and_parity_is_judged_per_task():
     from types import SimpleNamespace
 
-    from pytest_objective_scoring.ab_commands import _check_resumed_environment, environment_parity
+    from pytest_objective_scoring.commands.ab import _check_resumed_environment, environment_parity
     from pytest_objective_scoring.cli import CommandError as CommandErrorType
 
     job = SimpleNamespace(key="k1", python="/env/bin/python", instance=SimpleNamespace(instance_id="t-1"),
@@ -459,7 +459,7 @@ def test_the_documented_walk_through_runs_as_written_and_gives_its_hand_derived_
 
 
 def test_a_replication_counts_only_if_it_still_reaches_c2_under_todays_audits(tmp_path):
-    from pytest_objective_scoring.ab_commands import reassess
+    from pytest_objective_scoring.commands.ab import reassess
     from pytest_objective_scoring.ledger import Ledger
 
     path = tmp_path / "ledger.sqlite"
@@ -483,7 +483,7 @@ def test_a_replication_counts_only_if_it_still_reaches_c2_under_todays_audits(tm
 
 
 def test_a_second_run_that_pins_at_the_same_moment_finds_the_first_pin(tmp_path):
-    from pytest_objective_scoring.ab_commands import pin_predictions
+    from pytest_objective_scoring.commands.ab import pin_predictions
     from pytest_objective_scoring.ledger import Ledger
 
     with Ledger(tmp_path / "ledger.sqlite") as ledger:

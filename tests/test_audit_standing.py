@@ -134,7 +134,7 @@ def test_audit_run_records_a_failed_audit_and_grading_that_task_is_invalid(tmp_p
 def test_audit_run_targets_one_instance_a_dataset_or_a_benchmark_set(tmp_path):
     import argparse
 
-    from pytest_objective_scoring.audit_commands import _targets
+    from pytest_objective_scoring.commands.audit import _targets
     from pytest_objective_scoring.cli import CommandError
 
     ledger = tmp_path / "l.sqlite"

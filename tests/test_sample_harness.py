@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from pytest_objective_scoring import sample_harness, samples_commands
+from pytest_objective_scoring import sample_harness
+from pytest_objective_scoring.commands import samples as samples_commands
 from pytest_objective_scoring.sample_harness import (
     decode_plain,
     encode_plain,
@@ -257,7 +258,7 @@ def attacks():
                     "separate-unconfined instead, which test_confinement_is_reported covers")  # fmt: skip
 @pytest.mark.parametrize("cold", [False, True], ids=["warm", "cold"])
 def test_the_sample_cannot_reach_its_checker_or_change_any_file_but_its_own(tmp_path: Path, cold: bool) -> None:
-    grader = str(Path(samples_commands.__file__).parent)
+    grader = str(Path(samples_commands.__file__).parent.parent)
     problems = tmp_path / "problems.jsonl"  # where an answer key would be
     problems.write_text("{}\n")
     problem = mbpp("assert attacks() == {'memory': False, 'report': False, 'environ': False, 'stdlib': False, "

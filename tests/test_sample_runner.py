@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from pytest_objective_scoring import samples_commands
+from pytest_objective_scoring.commands import samples as samples_commands
 from pytest_objective_scoring.sample_harness import preloaded
 from pytest_objective_scoring.samples import Outcome, Problem, Sample, SampleResult, read_record
 from pytest_objective_scoring.testrun import isolation_prefix
@@ -450,9 +450,9 @@ def test_a_runner_whose_grader_died_ends_itself(tmp_path: Path) -> None:
     itself, and (as PID 1 of its namespace, or through PR_SET_PDEATHSIG) everything it started."""
     script = f'''
 import sys, time
-sys.path.insert(0, {str(Path(samples_commands.__file__).parent.parent)!r})
+sys.path.insert(0, {str(Path(samples_commands.__file__).parent.parent.parent)!r})
 from pathlib import Path
-from pytest_objective_scoring import samples_commands
+from pytest_objective_scoring.commands import samples as samples_commands
 from pytest_objective_scoring.samples import Problem, Sample
 from pytest_objective_scoring.testrun import isolation_prefix
 problem = Problem(task_id="d", style="mbpp", where="t:1", asserts=("assert f() == 1",))

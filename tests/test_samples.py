@@ -27,7 +27,8 @@ from typing import Any
 
 import pytest
 
-from pytest_objective_scoring import cli, sample_harness, samples, samples_commands
+from pytest_objective_scoring import cli, sample_harness, samples
+from pytest_objective_scoring.commands import samples as samples_commands
 from pytest_objective_scoring.samples import (
     Outcome,
     Problem,

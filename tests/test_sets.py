@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from pytest_objective_scoring import sets, sets_commands
+from pytest_objective_scoring import sets
+from pytest_objective_scoring.commands import sets as sets_commands
 from pytest_objective_scoring.batch import instance_digest
 from pytest_objective_scoring.instances import Instance, load_instances, parse_instance
 from pytest_objective_scoring.ledger import Ledger, verify
@@ -546,7 +547,7 @@ def test_two_writers_cannot_both_take_a_name(tmp_path, fx):
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="objective-score")
     sub = parser.add_subparsers(dest="command", required=True)
-    sets_commands.add_parser(sub)
+    sets_commands.register(sub)
     return parser
 
 
@@ -694,9 +695,9 @@ class Refuse(importlib.abc.MetaPathFinder):
             raise ImportError(f"the sets tried to import {name}")
         return None
 sys.meta_path.insert(0, Refuse())
-from pytest_objective_scoring import sets_commands
+from pytest_objective_scoring.commands import sets as sets_commands
 parser = argparse.ArgumentParser(prog="objective-score")
-sets_commands.add_parser(parser.add_subparsers(dest="command"))
+sets_commands.register(parser.add_subparsers(dest="command"))
 codes = []
 for argv in json.loads(sys.argv[2]):
     args = parser.parse_args(argv)
@@ -706,7 +707,7 @@ print(json.dumps({"codes": codes, "imported": sorted(m for m in sys.modules if m
 
 
 def test_no_network_or_model_client_is_imported_or_needed(tmp_path):
-    for path in (ROOT / "pytest_objective_scoring" / "sets.py", ROOT / "pytest_objective_scoring" / "sets_commands.py"):
+    for path in (ROOT / "pytest_objective_scoring" / "sets.py", ROOT / "pytest_objective_scoring" / "commands" / "sets.py"):
         names: set[str] = set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):

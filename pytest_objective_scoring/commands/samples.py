@@ -26,10 +26,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final, cast
 
-from . import options, samples
-from .samples import Outcome, Problem, Sample, SampleResult
+from .. import options, samples
+from ..samples import Outcome, Problem, Sample, SampleResult
 
-__all__ = ["Runner", "WarmPool", "add_parser", "cmd_grade_samples", "run_sample", "run_samples"]
+__all__ = ["Runner", "WarmPool", "cmd_grade_samples", "register", "run_sample", "run_samples"]
 
 EXIT_INFRASTRUCTURE: Final = 3
 RUNNER_START_LIMIT: Final = 60.0  # seconds a warm runner may take to start and confine its zygote
@@ -83,7 +83,7 @@ def results_path(args: argparse.Namespace) -> Path | None:
 
 def results_problem(args: argparse.Namespace) -> str | None:
     """Why the results file cannot be written, checked before any work (one line), or None."""
-    from .outputs import file_problem
+    from ..outputs import file_problem
 
     path = results_path(args)
     if path is None:
@@ -117,7 +117,7 @@ def _workers(value: str) -> int:
 
 
 def _cutoff(value: str) -> Any:
-    from .sets import SetError, parse_cutoff
+    from ..sets import SetError, parse_cutoff
 
     try:
         return parse_cutoff(value)
@@ -125,7 +125,7 @@ def _cutoff(value: str) -> Any:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``grade-samples`` to the ``objective-score`` parser."""
     parser = sub.add_parser(
         "grade-samples", help="Run function-level benchmark samples (HumanEval, MBPP, EvoEval, BigCodeBench, "
@@ -165,7 +165,7 @@ class InfrastructureFailure(Exception):
 
 def probe_python(python: str) -> tuple[str, str]:
     """The interpreter's absolute path and version, or :class:`InfrastructureFailure`."""
-    from .workspace import base_env
+    from ..workspace import base_env
 
     found = shutil.which(python) if os.sep not in python else python
     if not found or not (os.path.isfile(found) and os.access(found, os.X_OK)):
@@ -231,8 +231,8 @@ class Runner:
     runner lost the sample (it then runs in a harness of its own)."""
 
     def __init__(self, python: str, prefix: Sequence[str], root: Path, preload: Sequence[str] = ()) -> None:
-        from .sample_harness import harness_source
-        from .workspace import base_env
+        from ..sample_harness import harness_source
+        from ..workspace import base_env
 
         self.work = Path(tempfile.mkdtemp(prefix="runner-", dir=root))
         self.loaded: Problem | None = None
@@ -303,7 +303,7 @@ class Runner:
 
     def run(self, problem: Problem, sample: Sample, timeout: float) -> SampleResult | None:
         """Run one sample (a HumanEval or MBPP one); None when the runner lost it (and is now dead)."""
-        from .sample_harness import problem_spec
+        from ..sample_harness import problem_spec
 
         key = secrets.token_hex(32)
         messages: list[dict[str, Any]] = []
@@ -447,7 +447,7 @@ def run_sample(problem: Problem, sample: Sample, *, python: str, timeout: float,
     fails; if not, or without a reference, the sample runs again in the checker's process, as
     the benchmark's own harness would, and its outcome says so (``isolation: shared``).
     """
-    from .sample_harness import SPLIT_STYLES, preloaded
+    from ..sample_harness import SPLIT_STYLES, preloaded
 
     warm = pool if pool is not None else WarmPool(python, prefix, root, preloaded([problem]))
 
@@ -476,9 +476,9 @@ def run_sample(problem: Problem, sample: Sample, *, python: str, timeout: float,
 
 def _run_once(problem: Problem, sample: Sample, *, python: str, timeout: float, root: Path, prefix: Sequence[str],
               isolation: str) -> SampleResult:  # fmt: skip
-    from .sample_harness import harness_files, process_timeout
-    from .testrun import run_process
-    from .workspace import base_env
+    from ..sample_harness import harness_files, process_timeout
+    from ..testrun import run_process
+    from ..workspace import base_env
 
     work = Path(tempfile.mkdtemp(prefix="sample-", dir=root))
     try:
@@ -529,8 +529,8 @@ def run_samples(problems: Sequence[Problem], to_run: Sequence[Sample], *, python
     """
     from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 
-    from .sample_harness import preloaded
-    from .testrun import allow_runs, isolation_prefix, kill_all
+    from ..sample_harness import preloaded
+    from ..testrun import allow_runs, isolation_prefix, kill_all
 
     by_id = {p.task_id: p for p in problems}
     order = {p.task_id: i for i, p in enumerate(problems)}
@@ -582,10 +582,10 @@ def _digest(path: Path) -> str:
 
 
 def cmd_grade_samples(args: argparse.Namespace) -> int:
-    from . import __version__
-    from .cli import CommandError
-    from .envelope import utc_now_iso
-    from .testrun import network_isolation, pid_isolation
+    from .. import __version__
+    from ..cli import CommandError
+    from ..envelope import utc_now_iso
+    from ..testrun import network_isolation, pid_isolation
 
     problems_path, samples_path = Path(args.problems), Path(args.samples)
     problem = results_problem(args)
@@ -649,7 +649,7 @@ def cmd_grade_samples(args: argparse.Namespace) -> int:
             handle.write(samples.results_text(rows))
         report["results_file"] = str(written_to)
     if not args.no_ledger:
-        from .ledger import Ledger
+        from ..ledger import Ledger
 
         path = Path(args.ledger) if args.ledger else DEFAULT_LEDGER
         with Ledger(path) as ledger:

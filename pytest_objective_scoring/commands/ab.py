@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from . import ab
+from .. import ab
 
 DEFAULT_LEDGER = Path(".objective-scoring") / "ledger.sqlite"
 
@@ -34,7 +34,7 @@ on every seed. The comparison burns the tasks it used.
 
 
 def _error(message: str) -> Exception:
-    from .cli import CommandError
+    from ..cli import CommandError
 
     return CommandError(message)
 
@@ -49,7 +49,7 @@ def _load_manifest(path: str) -> tuple[ab.Manifest, dict[str, Any]]:
     except OSError as exc:
         raise _error(f"{path}: cannot be read ({exc.strerror})") from None
     except UnicodeDecodeError as exc:
-        from .outputs import not_text
+        from ..outputs import not_text
 
         raise _error(not_text("", path, exc, "a JSON manifest")) from None
     except json.JSONDecodeError as exc:
@@ -69,8 +69,8 @@ def _registered(ledger: Any, name: str) -> dict[str, Any] | None:
 
 
 def cmd_preregister(args: argparse.Namespace) -> int:
-    from .ledger import Ledger
-    from .sets import resolve_set
+    from ..ledger import Ledger
+    from ..sets import resolve_set
 
     manifest, data = _load_manifest(args.manifest)
     digest = ab.manifest_digest(data)
@@ -115,8 +115,8 @@ def cmd_preregister(args: argparse.Namespace) -> int:
 def design_power(manifest: ab.Manifest, tasks: int) -> dict[str, Any]:
     """What the design can detect (:func:`.ab_inference.minimum_detectable_effect`), and every reason
     it cannot reach C2 (``problems``; judged against ``min_effect`` when the manifest names one)."""
-    from .ab_claims import C2_MIN_TASKS
-    from .ab_inference import minimum_detectable_effect
+    from ..ab_claims import C2_MIN_TASKS
+    from ..ab_inference import minimum_detectable_effect
 
     seeds = len(manifest.seeds)
     found = minimum_detectable_effect(tasks, seeds, manifest.alpha, manifest.task_effect_sd)
@@ -149,7 +149,7 @@ def _eligible_tasks(state: Any, manifest: ab.Manifest) -> tuple[list[tuple[str, 
     tasks = sorted(state.instances.items(), key=lambda item: item[1])
     if state.record.role != "holdout_live" or manifest.model_training_cutoff is None:
         return tasks, []
-    from .sets import gate
+    from ..sets import gate
 
     result = gate(state, manifest.model_training_cutoff)
     failing = {row.task_id: row for row in result.tasks if not row.eligible}
@@ -162,7 +162,7 @@ def _pin(state: Any) -> dict[str, str]:
     """The exact task set a preregistration holds the experiment to: its version and its tasks."""
     import hashlib
 
-    from .ledger import canonical
+    from ..ledger import canonical
 
     tasks = sorted(state.record.task_ids)
     return {"set_id": state.record.set_id, "tasks_digest": "sha256:" + hashlib.sha256(canonical(tasks).encode()).hexdigest()}
@@ -175,7 +175,7 @@ def _check_generalization(state: Any, manifest: ab.Manifest) -> None:
     if manifest.model_training_cutoff is None:
         raise _error(f"task set {state.record.set_id} is holdout_live: the manifest must name the frozen model's "
                      "model_training_cutoff, so the set is gated against it")  # fmt: skip
-    from .sets import require_generalization
+    from ..sets import require_generalization
 
     require_generalization(state, manifest.model_training_cutoff)
 
@@ -203,15 +203,15 @@ def _arm_files(values: Sequence[str], manifest: ab.Manifest) -> dict[str, Path]:
 def _arm_predictions(path: Path, arm: str, manifest: ab.Manifest) -> tuple[list[Any], dict[int, set[str]], set[str], dict[str, Any]]:
     """The arm's predictions (one per task and seed), the tasks per seed, the frozen fields it left
     undeclared, and its fingerprint (what :func:`_pinned_predictions` holds later runs to)."""
-    from .batch import BatchError, Prediction, read_rows
-    from .cost_ledger import CostError, parse_harness_cost
+    from ..batch import BatchError, Prediction, read_rows
+    from ..cost_ledger import CostError, parse_harness_cost
 
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise _error(f"--arm {arm}={path}: cannot be read ({exc.strerror})") from None
     except UnicodeDecodeError as exc:
-        from .outputs import not_text
+        from ..outputs import not_text
 
         raise _error(not_text(f"--arm {arm}=", path, exc, "JSONL or JSON predictions (instance_id, seed, model_patch)")) from None
     predictions: list[Any] = []
@@ -282,7 +282,7 @@ def _fingerprint(row: dict[str, Any]) -> dict[str, Any]:
 def _predictions_digest(arms: dict[str, dict[str, Any]]) -> str:
     import hashlib
 
-    from .ledger import canonical
+    from ..ledger import canonical
 
     return "sha256:" + hashlib.sha256(canonical(arms).encode()).hexdigest()
 
@@ -362,12 +362,12 @@ def check_pinned_predictions(pinned: dict[str, Any], arm: str, path: Path, finge
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from . import batch
-    from .cli import environments_of, grade_jobs, probe_environments
-    from .instances import InstanceError, load_instances
-    from .ledger import Ledger
-    from .ab_claims import problem_identity
-    from .sets import burn, resolve_set, task_id_of
+    from .. import batch
+    from ..cli import environments_of, grade_jobs, probe_environments
+    from ..instances import InstanceError, load_instances
+    from ..ledger import Ledger
+    from ..ab_claims import problem_identity
+    from ..sets import burn, resolve_set, task_id_of
 
     import importlib.util
 
@@ -570,7 +570,7 @@ def _print(output: dict[str, Any], args: argparse.Namespace) -> int:
 
 
 def _default_rate() -> float:
-    from .cost_ledger import DEFAULT_COMPUTE_RATE
+    from ..cost_ledger import DEFAULT_COMPUTE_RATE
 
     return DEFAULT_COMPUTE_RATE
 
@@ -713,8 +713,8 @@ def reassess(ledger: Any, record: dict[str, Any], details: dict[str, Any], *, na
     """The comparison's details with its claim recomputed against the ledger now (the runs' dispositions
     under the current audits, every experiment on the same change, replications elsewhere); a claim
     lower than the one stored is a downgrade, and says why. ``pending``: the comparison being written."""
-    from .ab_claims import LEVELS, c2_blockers, claim_level
-    from .audit_ledger import audits
+    from ..ab_claims import LEVELS, c2_blockers, claim_level
+    from ..audit_ledger import audits
 
     recorded_audits = audits(ledger)
     details = _admissible_now(ledger, details, recorded_audits)
@@ -746,7 +746,7 @@ def reassess(ledger: Any, record: dict[str, Any], details: dict[str, Any], *, na
 def _admissible_now(ledger: Any, details: dict[str, Any], recorded_audits: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """A comparison's details with its admissibility recomputed: every graded run's disposition re-read
     under its task's audit as it stands now (a comparison without ``graded_runs`` keeps its own)."""
-    from .integrity import recombine
+    from ..integrity import recombine
 
     details = dict(details)
     graded = details.get("graded_runs")
@@ -769,7 +769,7 @@ def _admissible_now(ledger: Any, details: dict[str, Any], recorded_audits: Seque
 def _audit_for(recorded_audits: Sequence[dict[str, Any]], task_id: str) -> dict[str, Any]:
     import time
 
-    from .integrity import audit_state
+    from ..integrity import audit_state
 
     return audit_state(recorded_audits, task_id, int(time.time()))
 
@@ -779,7 +779,7 @@ def experiment_family(ledger: Any, change: str, name: str, record: dict[str, Any
     this one included, whatever became of them): each one's status and primary p-value, Holm-adjusted over
     all of them (one not yet run counts as p = 1, and so does one recorded by an older version, whose
     p-value pooled (seed, task) pairs)."""
-    from .ab_inference import holm
+    from ..ab_inference import holm
 
     manifests: dict[str, dict[str, Any]] = {}
     key = ab.change_key(change)
@@ -824,7 +824,7 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 
 def _verifier() -> str:
-    from . import __version__
+    from .. import __version__
 
     return f"pytest-objective-scoring/{__version__}"
 
@@ -858,7 +858,7 @@ def _comparison_table(output: dict[str, Any]) -> None:
         console.print(f"secondary (not decided on): {view['test']}: p = {shown}; assumes {view['assumes']}", soft_wrap=True)
     for reason in details["inadmissible_because"]:
         console.print(f"not admissible: {reason}", soft_wrap=True)
-    from .ab_report import access_text
+    from ..ab_report import access_text
 
     console.print("access, as declared in the manifest (not observed by the grader): " + access_text(details), soft_wrap=True)
     for task in details.get("excluded_tasks") or []:
@@ -890,7 +890,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def _latest(args: argparse.Namespace) -> dict[str, Any]:
-    from .ledger import Ledger
+    from ..ledger import Ledger
 
     path = _ledger(args)
     if not path.exists():
@@ -906,7 +906,7 @@ def _latest(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .ab_report import write_report
+    from ..ab_report import write_report
 
     output = _latest(args)
     out = Path(args.out)
@@ -919,8 +919,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: Any) -> None:
-    from . import options
+def register(sub: Any) -> None:
+    from .. import options
 
     parser = sub.add_parser("ab", help="Preregister, run and report a controlled A/B comparison over seeds",
                             description="Freeze everything, change one thing, repeat over seeds, report cost beside correctness.",

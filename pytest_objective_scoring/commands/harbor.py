@@ -44,7 +44,7 @@ this machine cannot give it. See docs/harbor.md.
 
 
 def _error(message: str) -> Exception:
-    from .cli import CommandError
+    from ..cli import CommandError
 
     return CommandError(message)
 
@@ -57,7 +57,7 @@ def _console() -> Any:
 
 
 def _load(path: str) -> Any:
-    from .harbor import TaskError, load_task
+    from ..harbor import TaskError, load_task
 
     try:
         return load_task(path)
@@ -66,7 +66,7 @@ def _load(path: str) -> Any:
 
 
 def cmd_harbor_check(args: argparse.Namespace) -> int:
-    from .harbor import (
+    from ..harbor import (
         EXIT_BAD_INPUT,
         EXIT_REFUSED,
         check_task,
@@ -76,7 +76,7 @@ def cmd_harbor_check(args: argparse.Namespace) -> int:
         runs_in,
         static_tests,
     )
-    from .harbor_environment import base_images
+    from ..harbor_environment import base_images
 
     spec = _load(args.task)
     findings = check_task(spec)
@@ -186,7 +186,7 @@ def _solved_when(rules: Any) -> str:
 
 
 def cmd_harbor_run(args: argparse.Namespace) -> int:
-    from .harbor import (
+    from ..harbor import (
         EXIT_REFUSED,
         Refused,
         RunOptions,
@@ -194,7 +194,7 @@ def cmd_harbor_run(args: argparse.Namespace) -> int:
         dump,
         run_task,
     )
-    from .runner import BadInput, resolve_python
+    from ..runner import BadInput, resolve_python
 
     spec = _load(args.task)
     workdir = None
@@ -206,7 +206,7 @@ def cmd_harbor_run(args: argparse.Namespace) -> int:
         python = resolve_python(args.python)
     except BadInput as exc:
         raise _error(str(exc)) from None
-    from .ledger import DEFAULT_LEDGER
+    from ..ledger import DEFAULT_LEDGER
 
     ledger = None if args.no_ledger else Path(args.ledger) if args.ledger else DEFAULT_LEDGER
     options = RunOptions(workdir=workdir, solution=args.solution, out=Path(args.out) if args.out else None,
@@ -214,7 +214,7 @@ def cmd_harbor_run(args: argparse.Namespace) -> int:
                          benchmark=args.benchmark, base_image=args.base_image)  # fmt: skip
     import signal
 
-    from .testrun import allow_runs, kill_all
+    from ..testrun import allow_runs, kill_all
 
     def terminate(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
@@ -345,8 +345,8 @@ def _run_table(result: Any) -> None:
         console.print(f"ledger: entry {result.ledger['seq']} appended to {escape(result.ledger['path'])}", soft_wrap=True)
 
 
-def add_parser(sub: Any) -> None:
-    from . import options
+def register(sub: Any) -> None:
+    from .. import options
 
     harbor = sub.add_parser("harbor", help="Verify Harbor / Terminal-Bench task directories by executing their tests",
                             description="Harbor / Terminal-Bench task directories: run the task's pytest tests with this "

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import sets
-from .ledger import DEFAULT_LEDGER, Ledger
+from .. import sets
+from ..ledger import DEFAULT_LEDGER, Ledger
 
-__all__ = ["add_parser"]
+__all__ = ["register"]
 
 SETS_EPILOG = """\
 examples:
@@ -103,7 +103,7 @@ def _when(value: str) -> int:
     return int(moment.timestamp())
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``sets`` and its actions to the ``objective-score`` parser."""
     parser = subparsers.add_parser(
         "sets", help="Benchmark sets: development, regression and holdout_live; burning, rotation, timestamp gating",
@@ -180,7 +180,7 @@ def _existing(args: argparse.Namespace) -> Path:
 
 
 def _dataset(path: str) -> list[Any]:
-    from .instances import InstanceError, load_instances
+    from ..instances import InstanceError, load_instances
 
     try:
         instances = load_instances(path)

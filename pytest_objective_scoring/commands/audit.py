@@ -33,7 +33,7 @@ overdue, is quarantined; on a task found invalid, invalid (docs/audit.md).
 
 
 def _error(message: str) -> Exception:
-    from .cli import CommandError
+    from ..cli import CommandError
 
     return CommandError(message)
 
@@ -67,7 +67,7 @@ def repeats(value: str) -> int:
 
 
 def _every(args: argparse.Namespace) -> tuple[float, str]:
-    from .config import ConfigError, audit_every_days
+    from ..config import ConfigError, audit_every_days
 
     try:
         return audit_every_days(args.every)
@@ -83,8 +83,8 @@ def _iso(epoch: int | None) -> str:
 
 def _targets(args: argparse.Namespace) -> list[tuple[Any, Path]]:
     """(instance, repository) pairs: one instance with --repo, or a dataset with --repos."""
-    from .batch import repo_dir
-    from .instances import InstanceError, load_instance, load_instances
+    from ..batch import repo_dir
+    from ..instances import InstanceError, load_instance, load_instances
 
     try:
         if args.dataset:
@@ -92,8 +92,8 @@ def _targets(args: argparse.Namespace) -> list[tuple[Any, Path]]:
                 raise _error("--dataset needs --repos DIR (checkouts at DIR/owner/name)")
             instances = load_instances(args.dataset)
             if getattr(args, "set", None):
-                from .ledger import Ledger
-                from .sets import resolve_set, task_id_of
+                from ..ledger import Ledger
+                from ..sets import resolve_set, task_id_of
 
                 with Ledger(_ledger(args)) as ledger:
                     members = resolve_set(ledger, args.set).instances
@@ -133,7 +133,7 @@ def _grade_in(image: str, engine: str = "auto") -> Any:
     holds the repository; the checkout (--repo / --repos) is read for the audit's own candidates."""
     import dataclasses
 
-    from .runner import GradeRequest, GradeResult, grade_candidate
+    from ..runner import GradeRequest, GradeResult, grade_candidate
 
     def grade(request: GradeRequest) -> GradeResult:
         return grade_candidate(dataclasses.replace(request, image=image, engine=engine, repo=None))
@@ -142,12 +142,12 @@ def _grade_in(image: str, engine: str = "auto") -> Any:
 
 
 def cmd_audit_run(args: argparse.Namespace) -> int:
-    from .audit import run_audit
-    from .audit_ledger import record_audit
-    from .cli import environments_of, probe_environments
-    from .integrity import interpreter_digest
-    from .ledger import Ledger
-    from .runner import BadInput, grade_candidate
+    from ..audit import run_audit
+    from ..audit_ledger import record_audit
+    from ..cli import environments_of, probe_environments
+    from ..integrity import interpreter_digest
+    from ..ledger import Ledger
+    from ..runner import BadInput, grade_candidate
 
     every, every_source = _every(args)
     targets = _targets(args)
@@ -205,9 +205,9 @@ def _audit_table(results: list[dict[str, Any]]) -> None:
 
 
 def cmd_audit_due(args: argparse.Namespace) -> int:
-    from .audit_ledger import audits, due
-    from .instances import InstanceError, load_instances
-    from .ledger import Ledger
+    from ..audit_ledger import audits, due
+    from ..instances import InstanceError, load_instances
+    from ..ledger import Ledger
 
     path = _ledger(args)
     if not path.exists():
@@ -241,8 +241,8 @@ def cmd_audit_due(args: argparse.Namespace) -> int:
 
 
 def cmd_receipt(args: argparse.Namespace) -> int:
-    from .integrity import receipt
-    from .ledger import Ledger
+    from ..integrity import receipt
+    from ..ledger import Ledger
 
     path = _ledger(args)
     if not path.exists():
@@ -264,8 +264,8 @@ def cmd_receipt(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: Any) -> None:
-    from . import options
+def register(sub: Any) -> None:
+    from .. import options
 
     audit = sub.add_parser("audit", help="Audit tasks (canaries, gold validation, weak tests, flakiness, exploits, leakage)",
                            description="Audit the instrument: standing, recorded, scheduled.",
