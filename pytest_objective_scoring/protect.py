@@ -398,7 +398,7 @@ def _strip(path: str | None) -> str | None:
 
 LARGE_DIFF: Final = 1 << 18
 """Characters: a diff (or one file diff) longer than this is read by unidiff one line at a time,
-without an object per line or per hunk (:class:`~.symbols.LargeDiff`), so that reading it costs
+without an object per line or per hunk (:class:`~.large_diff.LargeDiff`), so that reading it costs
 about its text; a smaller one (every patch of SWE-bench) is read whole."""
 
 # Where ``str.splitlines`` ends a line: the file diffs are cut, and their headers read, at its lines.
@@ -440,14 +440,14 @@ def _lines_of(text: str, start: int = 0) -> Iterator[str]:
 
 
 def _parse(text: str) -> PatchSet:
-    """``text`` read by unidiff: whole when it is small, as a :class:`~.symbols.LargeDiff` (a line
+    """``text`` read by unidiff: whole when it is small, as a :class:`~.large_diff.LargeDiff` (a line
     at a time, the same checks and messages, only the file diffs' headers kept) when it is large."""
     from unidiff.errors import UnidiffParseError
     from unidiff.patch import PatchSet
 
     try:
         if len(text) > LARGE_DIFF:
-            from .symbols import LargeDiff  # symbols reads diffs with unidiff, and imports this module
+            from .large_diff import LargeDiff
 
             return LargeDiff(text)
         return PatchSet(text)

@@ -58,7 +58,7 @@ Rules:
   ``str`` decoded from bytes as UTF-8 with ``surrogateescape`` (:func:`touched` also takes the
   diff's bytes, decoded a line at a time).
 * **Large inputs.** A diff longer than :data:`~.protect.LARGE_DIFF` is read by unidiff without
-  an object per line or per hunk (:class:`LargeDiff`: the same checks and messages) and its
+  an object per line or per hunk (:class:`~.large_diff.LargeDiff`: the same checks and messages) and its
   hunks' lines are read again from its text whenever they are needed, one at a time; a side whose hunk lines
   alone are longer than :data:`AST_LIMIT` is located at file level without reading any text;
   a source larger than :data:`IN_PROCESS_AST` is parsed in a child process whose memory is
@@ -104,6 +104,7 @@ from unidiff.errors import UnidiffParseError
 from unidiff.patch import Hunk, Line, PatchedFile, PatchInfo, PatchSet
 
 from . import protect
+from .large_diff import LargeDiff, lines_at
 from .protect import unquote
 
 __all__ = [
@@ -256,7 +257,7 @@ def file_diffs(diff: str | bytes) -> list[FileDiff]:
     """
     if len(diff) <= protect.LARGE_DIFF:
         return list(parse_diff(diff if isinstance(diff, str) else diff.decode("utf-8", "surrogateescape")))
-    if all(line.isspace() for _, line in _lines_at(diff)):
+    if all(line.isspace() for _, line in lines_at(diff)):
         return []
     try:
         large = LargeDiff(diff)
@@ -267,51 +268,6 @@ def file_diffs(diff: str | bytes) -> list[FileDiff]:
     for index, at in zip(large.hunk_files, large.hunk_headers, strict=True):
         headers[index].append(at)
     return [_StreamedFile(patched_file, diff, at) for patched_file, at in zip(large, headers, strict=True)]
-
-
-def _lines_at(diff: str | bytes, start: int = 0) -> Iterator[tuple[int, str]]:
-    """The lines of ``diff[start:]`` as unidiff reads the text (cut after each ``\\n`` only,
-    terminators kept), each with the offset where it starts, one at a time.
-
-    Bytes are decoded a line at a time: the same text as decoding them whole, since a ``\\n``
-    never falls inside a UTF-8 sequence (nor inside an invalid one ``surrogateescape`` keeps).
-    """
-    while start < len(diff):
-        cut = diff.find("\n", start) if isinstance(diff, str) else diff.find(b"\n", start)
-        after = len(diff) if cut < 0 else cut + 1
-        line = diff[start:after]
-        yield start, line if isinstance(line, str) else line.decode("utf-8", "surrogateescape")
-        start = after
-
-
-class LargeDiff(PatchSet):
-    """A large diff read by unidiff a line at a time with ``metadata_only``: every line checked,
-    the same errors as reading it whole, but only the file diffs' headers are kept.
-
-    A hunk is dropped when the next one (or the next file diff) starts: unidiff only ever adds
-    to the last hunk of the last file diff. Where each hunk header line starts, and the index
-    of its file diff, are noted instead (``hunk_headers``, ``hunk_files``): in a diff unidiff
-    accepts, every line that matches its hunk header pattern starts a hunk (hunk lines start
-    with `` ``, ``-``, ``+``, ``\\`` or a line break) of the last file diff begun.
-    """
-
-    def __init__(self, diff: str | bytes) -> None:
-        self.hunk_files = array("q")
-        self.hunk_headers = array("q")
-        super().__init__(self._read(diff), metadata_only=True)
-
-    def append(self, patched_file: PatchedFile) -> None:
-        if self:
-            del self[-1][:]  # a file diff unidiff has left: nothing reads its hunks again
-        super().append(patched_file)
-
-    def _read(self, diff: str | bytes) -> Iterator[str]:
-        for at, line in _lines_at(diff):
-            if self and line.startswith("@@ -") and RE_HUNK_HEADER.match(line):
-                del self[-1][:]  # its hunks so far: unidiff reads only the one this line starts
-                self.hunk_files.append(len(self) - 1)
-                self.hunk_headers.append(at)
-            yield line
 
 
 class _StreamedFile:
@@ -336,7 +292,7 @@ class _StreamedHunk:
     numbers, the markers it appends after the hunk), one at a time and not kept."""
 
     def __init__(self, diff: str | bytes, header: int, target_file: str) -> None:
-        lines = _lines_at(diff, header)
+        lines = lines_at(diff, header)
         _, line = next(lines)
         found = RE_HUNK_HEADER.match(line)
         assert found is not None, line
@@ -346,7 +302,7 @@ class _StreamedHunk:
         self._diff, self._body, self._target_file = diff, next(lines, (len(diff), ""))[0], target_file
 
     def __iter__(self) -> Iterator[Line]:
-        lines = (line for _, line in _lines_at(self._diff, self._body))
+        lines = (line for _, line in lines_at(self._diff, self._body))
         source, target = self.source_start, self.target_start
         source_end, target_end = source + self.source_length, target + self.target_length
         for text in lines:  # unidiff reads a line before it looks whether the hunk is complete
