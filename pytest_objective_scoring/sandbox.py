@@ -19,6 +19,11 @@ Whether it worked is told on a status pipe that only the launcher holds (closed 
 starts), so the command cannot fake a sandbox failure to get itself re-run unconfined.
 
 Stdlib only and Python 3.7 syntax: it is run with ``-I -S`` and never imports the package.
+
+Its primitives (the namespaces, the uid and gid maps, a root of its own and its read-only
+remounts, PR_SET_PDEATHSIG: :data:`SHARED`) are the only copy the project has. The sample
+harness's sample processes are confined with them too: they run in the sample's interpreter,
+which cannot import the package, so they get them as source text (:func:`shared_source`).
 """
 
 import ctypes
@@ -50,6 +55,8 @@ INSIDE_UID = 1000
 
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
+DEV_LINKS = (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+             ("stderr", "/proc/self/fd/2"))
 ETC = ("hosts", "resolv.conf", "nsswitch.conf", "host.conf", "gai.conf", "services", "protocols", "localtime",
        "timezone", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ssl", "pki", "ca-certificates", "alternatives",
        "mime.types", "os-release", "debian_version", "locale.alias", "locale.conf", "fonts", "magic", "xml",
@@ -58,14 +65,80 @@ ETC = ("hosts", "resolv.conf", "nsswitch.conf", "host.conf", "gai.conf", "servic
 
 def _libc():
     # type: () -> Any
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
-    return libc
+    return mount_types(ctypes.CDLL(None, use_errno=True))
+
+
+# ---------------------------------------------------------------- the primitives, shared with the sample harness
+#
+# What every confined process of the project is made with: the runner's launcher below, and the
+# sample harness's sample processes (``sample_sandbox.py``, ``sample_warm.py``), which get this code
+# as source text (:func:`shared_source`): they run in the sample's own interpreter, which cannot
+# import the package. So: Python 3.6 syntax, the standard library only, nothing but the names in
+# ``SHARED`` and ``SHARED_CONSTANTS`` used, ``ctypes`` and ``signal`` imported where needed.
 
 
 def _b(path):
     # type: (Optional[str]) -> Optional[bytes]
     return path.encode("utf-8", "surrogateescape") if path is not None else None
+
+
+def fail(what):
+    # type: (str) -> NoReturn
+    """Raise OSError for the libc call that just failed: its errno, and ``what`` it was."""
+    import ctypes
+
+    raise OSError(ctypes.get_errno(), what)
+
+
+def mount_types(libc):
+    # type: (Any) -> Any
+    """``libc`` with mount(2)'s argument types (paths as bytes or None, the flags an unsigned long)."""
+    import ctypes
+
+    libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+    return libc
+
+
+def mount(libc, source, target, fstype, flags, data, what):
+    # type: (Any, Optional[str], str, Optional[str], int, Optional[str], str) -> None
+    """mount(2); raises (:func:`fail`, saying ``what``) when it fails."""
+    if libc.mount(_b(source), _b(target), _b(fstype), flags, _b(data)) != 0:
+        fail(what)
+
+
+def enter_namespaces(libc, flags, what):
+    # type: (Any, int, str) -> None
+    """unshare(2) ``flags`` (CLONE_NEW*); raises, saying ``what``, when it fails."""
+    if libc.unshare(flags) != 0:
+        fail(what)
+
+
+def map_ids(inside_id, uid, gid):
+    # type: (int, int, int) -> None
+    """In a new user namespace: its only user and group, ``inside_id`` there, are ``uid`` and ``gid``
+    outside; no setgroups."""
+    for name, text in (("setgroups", "deny"), ("uid_map", "%d %d 1" % (inside_id, uid)),
+                       ("gid_map", "%d %d 1" % (inside_id, gid))):
+        with open("/proc/self/" + name, "w") as handle:
+            handle.write(text)
+
+
+def make_private(libc):
+    # type: (Any) -> None
+    """In a new mount namespace: no mount or unmount of it reaches another's, nor another's it."""
+    mount(libc, "none", "/", None, MS_REC | MS_PRIVATE, None, "mount --make-rprivate /")
+
+
+def die_with_parent(libc, parent=None):
+    # type: (Any, Optional[int]) -> bool
+    """Be killed (SIGKILL) when the parent ends, however it ends (PR_SET_PDEATHSIG; not without a
+    ``libc``). Whether ``parent`` (when given) is still the parent: one that ended before the call
+    is never seen to end, so it is asked after it."""
+    import signal
+
+    if libc is not None:
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    return parent is None or os.getppid() == parent
 
 
 def _unescape(text):
@@ -93,8 +166,7 @@ def inside(path, under):
 def remount_read_only(libc, under, keep):
     # type: (Any, str, Iterable[str]) -> None
     """Every mount at or below ``under`` read-only but those in ``keep`` (their own flags kept: a
-    user namespace may not clear nosuid, nodev or noexec); raises if one stays writable. Shared with
-    the sample harness (``sample_harness.harness_source``)."""
+    user namespace may not clear nosuid, nodev or noexec); raises if one stays writable."""
     keep = set(keep)
     for point, options in mounts():
         if point in keep or not inside(point, under):
@@ -111,22 +183,6 @@ def remount_read_only(libc, under, keep):
         raise OSError(30, "still writable: " + ", ".join(left))
 
 
-SHARED = ("_unescape", "mounts", "inside", "remount_read_only")
-SHARED_CONSTANTS = ("CLONE_NEWNS", "CLONE_NEWIPC", "CLONE_NEWUSER", "MS_RDONLY", "MS_NOSUID", "MS_NODEV", "MS_NOEXEC",
-                    "MS_REMOUNT", "MS_BIND", "MS_REC", "MS_PRIVATE", "MS_STRICTATIME", "FLAGS")
-
-
-def shared_source():
-    # type: () -> str
-    """This module's mount-table code as text, for scripts that cannot import the package (the
-    sample harness runs in the sample's own interpreter): one definition, two users."""
-    import inspect
-
-    module = sys.modules[__name__]
-    constants = "".join("%s = %r\n" % (name, getattr(module, name)) for name in SHARED_CONSTANTS)
-    return constants + "\n\n" + "\n\n".join(inspect.getsource(getattr(module, name)) for name in SHARED) + "\n\n"
-
-
 def nest(paths):
     # type: (Iterable[str]) -> List[str]
     """``paths`` normalised, existing, outermost first, none inside another."""
@@ -137,27 +193,30 @@ def nest(paths):
     return kept
 
 
-class Builder(object):
-    """Builds the root in the launcher's PID 1, before anything of the candidate runs."""
+class Root(object):
+    """A root of its own being built at ``root`` (in a mount namespace of the caller's, made private:
+    :func:`make_private`): an empty tmpfs (:meth:`create`), folders of this system shown at the same
+    place in it (:meth:`bind`), tmpfs of its own (:meth:`tmpfs`), then all of it read-only but those
+    (:meth:`read_only`). Entered with chroot by whoever runs in it."""
 
-    def __init__(self, spec):
-        # type: (Dict[str, Any]) -> None
-        self.spec = spec
-        self.libc = _libc()
-        self.root = str(spec["root"])
+    def __init__(self, root, libc):
+        # type: (str, Any) -> None
+        self.root = root
+        self.libc = libc
         self.writable = []  # type: List[str]
-
-    def fail(self, what):
-        # type: (str) -> NoReturn
-        raise OSError(ctypes.get_errno(), what)
 
     def mount(self, source, target, fstype, flags, data, what):
         # type: (Optional[str], str, Optional[str], int, Optional[str], str) -> None
-        if self.libc.mount(_b(source), _b(target), _b(fstype), flags, _b(data)) != 0:
-            self.fail(what)
+        mount(self.libc, source, target, fstype, flags, data, what)
+
+    def create(self, data="mode=0755"):
+        # type: (str) -> None
+        """The root itself: an empty tmpfs (``data``: its mount options)."""
+        self.mount("tmpfs", self.root, "tmpfs", MS_NOSUID | MS_NODEV, data, "mount -t tmpfs " + self.root)
 
     def place(self, path, directory):
         # type: (str, bool) -> str
+        """``path`` in the root, made (an empty directory, or file) to mount on."""
         target = self.root + path
         if directory:
             os.makedirs(target, exist_ok=True)
@@ -167,8 +226,11 @@ class Builder(object):
                 os.close(os.open(target, os.O_WRONLY | os.O_CREAT, 0o600))
         return target
 
-    def bind(self, source, path, writable=False):
-        # type: (str, str, bool) -> None
+    def bind(self, source, path, writable=False, what=None):
+        # type: (str, str, bool, Optional[str]) -> None
+        """``source`` shown at ``path`` in the root (everything mounted below it too); a symbolic link,
+        unless ``writable``, as a copy of the link. Read-only with the rest (:meth:`read_only`) unless
+        ``writable``."""
         if os.path.islink(source) and not writable:
             target = self.root + path
             os.makedirs(os.path.dirname(target), exist_ok=True)
@@ -176,21 +238,65 @@ class Builder(object):
                 os.symlink(os.readlink(source), target)
             return
         target = self.place(path, os.path.isdir(source))
-        self.mount(source, target, None, MS_BIND | MS_REC, None, "mount --rbind %s %s" % (source, target))
+        self.mount(source, target, None, MS_BIND | MS_REC, None, what or "mount --rbind %s %s" % (source, target))
         if writable:
             self.writable.append(target)
 
-    def tmpfs(self, path, mode="1777"):
+    def tmpfs(self, path, data="mode=1777"):
         # type: (str, str) -> None
+        """A fresh, empty, writable tmpfs at ``path`` in the root (``data``: its mount options)."""
         target = self.place(path, True)
-        self.mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "mode=%s" % mode, "mount -t tmpfs " + target)
+        self.mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, data, "mount -t tmpfs " + target)
         self.writable.append(target)
+
+    def dev_links(self, links=DEV_LINKS):
+        # type: (Iterable[Tuple[str, str]]) -> None
+        """/dev/fd, /dev/stdin, /dev/stdout and /dev/stderr (and ``links``' others) in the root."""
+        os.makedirs(self.root + "/dev", exist_ok=True)
+        for name, target in links:
+            os.symlink(target, self.root + "/dev/" + name)
+
+    def read_only(self):
+        # type: () -> None
+        """Every mount of the root read-only but the writable ones (checked: else it raises)."""
+        remount_read_only(self.libc, self.root, self.writable)
+
+
+SHARED = ("_b", "fail", "mount_types", "mount", "enter_namespaces", "map_ids", "make_private", "die_with_parent",
+          "_unescape", "mounts", "inside", "remount_read_only", "nest", "Root")
+SHARED_CONSTANTS = ("CLONE_NEWNS", "CLONE_NEWIPC", "CLONE_NEWUSER", "CLONE_NEWPID", "MS_RDONLY", "MS_NOSUID",
+                    "MS_NODEV", "MS_NOEXEC", "MS_REMOUNT", "MS_BIND", "MS_REC", "MS_PRIVATE", "MS_STRICTATIME",
+                    "PR_SET_PDEATHSIG", "PR_SET_DUMPABLE", "PR_SET_NO_NEW_PRIVS", "FLAGS", "INSIDE_UID", "SYSTEM",
+                    "DEV_LINKS")
+
+
+def shared_source():
+    # type: () -> str
+    """The primitives above as text, for scripts that cannot import the package (the sample harness
+    runs in the sample's own interpreter): one definition, two users."""
+    import inspect
+
+    module = sys.modules[__name__]
+    constants = "".join("%s = %r\n" % (name, getattr(module, name)) for name in SHARED_CONSTANTS)
+    return constants + "\n\n" + "\n\n".join(inspect.getsource(getattr(module, name)) for name in SHARED) + "\n\n"
+
+
+# ---------------------------------------------------------------- the runner's launcher
+
+
+class Builder(Root):
+    """Builds the root in the launcher's PID 1, before anything of the candidate runs."""
+
+    def __init__(self, spec):
+        # type: (Dict[str, Any]) -> None
+        Root.__init__(self, str(spec["root"]), _libc())
+        self.spec = spec
 
     def build(self):
         # type: () -> None
         spec, root = self.spec, self.root
-        self.mount("none", "/", None, MS_REC | MS_PRIVATE, None, "mount --make-rprivate /")
-        self.mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755", "mount -t tmpfs " + root)
+        make_private(self.libc)
+        self.create()
         self.tmpfs("/tmp")  # first: folders bound below are bound into it
         for path in nest(list(SYSTEM) + ["/etc/" + name for name in ETC] + list(spec.get("read_only", []))):
             self.bind(path, path)
@@ -199,9 +305,7 @@ class Builder(object):
         for device in DEVICES:
             if os.path.exists(device):
                 self.bind(device, device)
-        for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
-                             ("stderr", "/proc/self/fd/2"), ("ptmx", "pts/ptmx")):
-            os.symlink(target, root + "/dev/" + name)
+        self.dev_links(DEV_LINKS + (("ptmx", "pts/ptmx"),))
         self.tmpfs("/dev/shm")
         try:
             pts = self.place("/dev/pts", True)
@@ -262,10 +366,6 @@ class Builder(object):
             with open(self.root + "/etc/" + name, "w") as handle:
                 handle.write(text)
 
-    def read_only(self):
-        # type: () -> None
-        remount_read_only(self.libc, self.root, self.writable)
-
 
 def loopback_up():
     # type: () -> None
@@ -316,14 +416,14 @@ def _init(spec, status_fd):
     the command's status (the kernel then kills whatever is left in the namespace)."""
     libc = _libc()
     try:
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        die_with_parent(libc)
         libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
         Builder(spec).build()
         executable = _which(spec["command"][0], spec["root"])
         if not spec.get("network"):
             loopback_up()
         if libc.chroot(_b(spec["root"])) != 0:
-            raise OSError(ctypes.get_errno(), "chroot")
+            fail("chroot")
         os.chdir(spec["cwd"])
         libc.sethostname(b"sandbox", 7)
     except BaseException as exc:
@@ -364,12 +464,8 @@ def main(argv=None):
     if not spec.get("network"):
         flags |= CLONE_NEWNET
     try:
-        if libc.unshare(flags) != 0:
-            raise OSError(ctypes.get_errno(), "unshare(user, mount, pid, ipc, uts%s)" % ("" if spec.get("network") else ", net"))
-        for name, text in (("setgroups", "deny"), ("uid_map", "%d %d 1" % (INSIDE_UID, uid)),
-                           ("gid_map", "%d %d 1" % (INSIDE_UID, gid))):
-            with open("/proc/self/" + name, "w") as handle:
-                handle.write(text)
+        enter_namespaces(libc, flags, "unshare(user, mount, pid, ipc, uts%s)" % ("" if spec.get("network") else ", net"))
+        map_ids(INSIDE_UID, uid, gid)
     except BaseException as exc:
         _tell(status_fd, "fail: %s" % exc)
         return SETUP_FAILED
@@ -377,8 +473,7 @@ def main(argv=None):
         signal.signal(getattr(signal, name), signal.SIG_IGN)  # the grader ends the run with SIGKILL to the group
     # a grader killed outright (SIGKILL) takes its run with it: nothing of the candidate's outlives the
     # timeout its grader no longer enforces; checked after the call, for a grader that died before it
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if spec.get("grader") and os.getppid() != spec["grader"]:
+    if not die_with_parent(libc, spec.get("grader") or None):
         return SETUP_FAILED
     child = os.fork()
     if child == 0:
