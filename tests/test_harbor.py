@@ -695,7 +695,7 @@ def test_a_harbor_compose_file_overrides_the_main_service_built_from_the_dockerf
 
 
 def test_base_image_substitution_keeps_stages_and_what_the_replaced_image_set() -> None:
-    from pytest_objective_scoring.harbor_environment import base_images, substitute_base
+    from pytest_objective_scoring.harbor.environment import base_images, substitute_base
 
     dockerfile = ("FROM --platform=linux/amd64 golang:1.22 AS build\nRUN go build\n"
                   "FROM ghcr.io/laude-institute/t-bench/ubuntu-24-04:20250624\nCOPY --from=build /out /app\n"
@@ -709,7 +709,7 @@ def test_base_image_substitution_keeps_stages_and_what_the_replaced_image_set() 
 
 
 def test_container_paths_are_found_in_code_not_in_docstrings_or_comments(tmp_path: Path) -> None:
-    from pytest_objective_scoring.harbor_environment import container_paths, megabytes, seconds
+    from pytest_objective_scoring.harbor.environment import container_paths, megabytes, seconds
 
     test = tmp_path / "test_x.py"
     test.write_text('"""Runs in /app."""\n# see /app/x\nP = "/app/out.txt"\nQ = "/usr/app/x"\nR = "x/tests/y"\n'

@@ -48,8 +48,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
-from . import __version__
-from .harbor_environment import (
+from .. import __version__
+from .environment import (
     CONTAINER_ROOTS,
     HONOURED,
     INFORMATIONAL,
@@ -1321,7 +1321,7 @@ def script_reward(rules: RewardRules, logs: Path, script: str = VERIFIER_SCRIPT)
 
 
 def _ignore_for(root: Path, extra: frozenset[str] = frozenset()) -> Any:
-    from .workspace import uncopied
+    from ..workspace import uncopied
 
     root_text = os.path.realpath(root)
 
@@ -1373,7 +1373,7 @@ def state_digest(root: Path) -> str:
 
 def remove_shadowing(copy: Path) -> list[str]:
     """Remove files of the copy that would load in place of Python's or pytest's own modules."""
-    from .workspace import import_roots
+    from ..workspace import import_roots
 
     removed = []
     roots, _ = import_roots(copy)
@@ -1443,7 +1443,7 @@ def task_env(spec: TaskSpec) -> dict[str, dict[str, str]]:
 
 
 def _environment(workspace: Path, extra: Mapping[str, str]) -> dict[str, str]:
-    from .workspace import base_env
+    from ..workspace import base_env
 
     env = base_env()
     env.update(HOME=str(workspace / "home"), TMPDIR=str(workspace / "tmp"), PYTHONDONTWRITEBYTECODE="1",
@@ -1486,11 +1486,11 @@ def _stage_tools(where: Path) -> Path:
     """A fresh folder holding the recorder, the one module of this project the test process loads.
     On this machine every verification stages its own, after the solution ran: a solution that
     wrote outside its state cannot have replaced it."""
-    from .testrun import RECORDER_MODULE
+    from ..testrun import RECORDER_MODULE
 
     tools = where / "tools"
     tools.mkdir()
-    shutil.copyfile(Path(__file__).with_name("recorder.py"), tools / f"{RECORDER_MODULE}.py")
+    shutil.copyfile(Path(__file__).parent.with_name("recorder.py"), tools / f"{RECORDER_MODULE}.py")
     return tools
 
 
@@ -1498,7 +1498,7 @@ def run_solution(spec: TaskSpec, state: Path, workspace: Path, timeout: float,
                  env: Mapping[str, str] | None = None) -> dict[str, Any]:  # fmt: skip
     """Run the task's solution script in ``state`` (a subprocess: no network, a timeout), with ``env``
     (the task's ``[solution] env``, resolved; default: resolved here)."""
-    from .testrun import isolation_prefix, run_process
+    from ..testrun import isolation_prefix, run_process
 
     script = _stage_solution(spec, workspace) / spec.solution.name  # type: ignore[union-attr]
     solution_env = task_env(spec)["solution"] if env is None else env
@@ -1630,10 +1630,10 @@ class _Ran:
 
 def _graded(spec: TaskSpec, ran: _Ran, timeout: float, timeout_source: str, **fields: Any) -> Verification:
     """Grade what the recorder wrote: every test is a FAIL_TO_PASS test of an instance built here."""
-    from .envelope import build_envelope, graded_by
-    from .instances import Instance
-    from .scorer import grade, make_score
-    from .testrun import read_records
+    from ..envelope import build_envelope, graded_by
+    from ..instances import Instance
+    from ..scorer import grade, make_score
+    from ..testrun import read_records
 
     collector, collect_errors, session = read_records(ran.record_file, ran.record_key)
     forged = (session or {}).get("forged")
@@ -1696,7 +1696,7 @@ def _graded(spec: TaskSpec, ran: _Ran, timeout: float, timeout_source: str, **fi
 def _digests(ran: _Ran, session: Mapping[str, Any] | None, score: Mapping[str, Any] | None) -> dict[str, Any]:
     """The digests of one verification: the working state, the interpreter (on this machine), the
     environment the test process reported, the Score; the task's is added by :func:`run_task`."""
-    from .integrity import digests
+    from ..integrity import digests
 
     return digests(None, ran.patch_ref, ran.interpreter, session, score)
 
@@ -1704,7 +1704,7 @@ def _digests(ran: _Ran, session: Mapping[str, Any] | None, score: Mapping[str, A
 def _failed(spec: TaskSpec, label: str, shown: str, reason: str, failure_class: str, timeout: float,
             timeout_source: str, log: Path, **fields: Any) -> Verification:  # fmt: skip
     """A verification that never reached the tests (the container engine failed): no verdict."""
-    from .envelope import build_envelope
+    from ..envelope import build_envelope
 
     envelope = build_envelope(instance_id=spec.name, score=None, grading=None, no_verdict=reason, session={},
                               extra={"harbor": {"task": spec.name, "label": label, "metric_space": spec.metric_space}})  # fmt: skip
@@ -1726,13 +1726,13 @@ def verify_state(spec: TaskSpec, state: Path | None, *, python: str, timeout: fl
     where ``unshare`` works, and a timeout that kills the whole process group. ``env`` is the
     task's ``[verifier] env``, resolved (default: resolved here).
     """
-    from .testrun import (
+    from ..testrun import (
         RECORDER_MODULE,
         isolation_prefix,
         record_key,
         run_process,
     )
-    from .workspace import import_roots
+    from ..workspace import import_roots
 
     area = workspace / label
     area.mkdir(parents=True)
@@ -1779,7 +1779,7 @@ def verify_state(spec: TaskSpec, state: Path | None, *, python: str, timeout: fl
         if status >= 0:
             os.close(status)
     if reader >= 0:
-        from . import sandbox
+        from .. import sandbox
 
         ok, failure = sandbox.read_status(reader)
         if not ok:  # this machine cannot give the sandbox here: verify again, unconfined and saying so
@@ -1800,8 +1800,8 @@ def _confined_verification(command: list[str], area: Path, copy: Path, tests: Pa
     """The verifier's pytest in the runner's sandbox (:func:`.testrun.confined`): the working state's
     copy and the verification's home and tmp writable, the task's tests and the recorder read-only,
     nothing else of this machine in sight."""
-    from . import sandbox
-    from .testrun import confined, isolation_prefix
+    from .. import sandbox
+    from ..testrun import confined, isolation_prefix
 
     mode, why = sandbox.probe(str(area.parent))
     place = area / "runs" / "verify"
@@ -1971,7 +1971,7 @@ class TaskContainer:
         """A build, a solution or a verifier: output to ``log``, the engine client killed at the
         timeout (the container itself is stopped or removed by the caller). The client runs in this
         process's environment, never the task's (a task's ``DOCKER_HOST`` must not redirect it)."""
-        from .testrun import run_process
+        from ..testrun import run_process
 
         self.commands.append([self.path, *args])
         try:
@@ -2362,7 +2362,7 @@ class TaskContainer:
     def _nothing_passed(self, label: str, shown: str, patch_ref: str, removed: list[str], timeout: float,
                         timeout_source: str, log: Path, why: str, fields: dict[str, Any]) -> Verification:  # fmt: skip
         """A verdict with nothing passed, for a state that broke a limit of the task (its storage)."""
-        from .envelope import build_envelope
+        from ..envelope import build_envelope
 
         spec = self.spec
         found, _ = static_tests(spec)
@@ -2424,8 +2424,8 @@ class TaskContainer:
                         removed: list[str], timeout: float, timeout_source: str, log: Path,
                         fields: dict[str, Any]) -> Verification:  # fmt: skip
         """The verification the task's test script decided (or left without a verdict: a timeout, a malformed reward)."""
-        from .envelope import build_envelope
-        from .integrity import digests
+        from ..envelope import build_envelope
+        from ..integrity import digests
 
         spec = self.spec
         reward, reason = script.reward, script.reason
@@ -2464,8 +2464,8 @@ class TaskContainer:
                     removed: list[str], area: Path, timeout: float, timeout_source: str,
                     fields: dict[str, Any]) -> Verification:  # fmt: skip
         """This project's verifier in the container: the recorder (read-only mount) in the image's pytest."""
-        from .testrun import RECORDER_MODULE, record_key
-        from .workspace import import_roots
+        from ..testrun import RECORDER_MODULE, record_key
+        from ..workspace import import_roots
 
         spec = self.spec
         key = record_key()  # reaches the recorder on standard input (docker exec -i): in no environment
@@ -2648,7 +2648,7 @@ class HarborRun:
 
 
 def _now() -> str:
-    from .envelope import utc_now_iso
+    from ..envelope import utc_now_iso
 
     return utc_now_iso()
 
@@ -2896,7 +2896,7 @@ def ledger_entry(result: HarborRun) -> dict[str, Any]:
     """What the ledger keeps of a run: the task, the mode, the metric space, the reward(s),
     solved or not, the outcome and failure class, every test's outcome, the benchmark label and
     the digests. Its kind is ``harbor``: never read as a SWE-style resolve rate."""
-    from .ledger import score_entry
+    from ..ledger import score_entry
 
     spec, run = result.task, result.verification
     envelope = {**run.envelope, "benchmark": result.benchmark, "metric_space": result.metric_space}
@@ -2946,7 +2946,7 @@ def record_run(path: Path, result: HarborRun) -> dict[str, Any]:
     is reported (``error``) and never changes the verdict."""
     import sqlite3
 
-    from .ledger import Ledger, LedgerError
+    from ..ledger import Ledger, LedgerError
 
     try:
         with Ledger(path) as ledger:
