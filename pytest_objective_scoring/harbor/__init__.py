@@ -49,12 +49,12 @@ from pathlib import Path
 from typing import Any, Final
 
 from .. import __version__
+from .compose import ComposeService, read_compose
 from .environment import (
     CONTAINER_ROOTS,
     HONOURED,
     INFORMATIONAL,
     REFUSED,
-    ComposeService,
     Healthcheck,
     KeyUse,
     TaskError,
@@ -63,7 +63,6 @@ from .environment import (
     dockerfile_workdir,
     known_workdir,
     megabytes,
-    read_compose,
     substitute_base,
 )
 
