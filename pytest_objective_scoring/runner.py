@@ -1,82 +1,101 @@
-"""The executed-test runner (spec 3.1): grade a candidate patch in an isolated copy.
+"""The executed-test runner (spec 3.1): one grading of a candidate patch, read as a pipeline.
 
-Steps, each recorded in the envelope's ``runner`` section (``docs/runner.md``,
-``docs/untrusted-candidates.md``):
+:func:`grade_candidate` checks the request (:func:`.grade_task.check_request`), then
+:func:`_pipeline` runs the stages in order, each a small object that takes what the stage before
+gave and calls down into the modules that do the work (which never call back up):
 
-1. copy the repository to a private workspace (:mod:`.workspace`), at
-   ``base_commit`` when the instance names one;
-2. drop the candidate's changes to protected files (:mod:`.protect`), apply the
-   rest, and put back any protected file the applied patch changed anyway;
-3. reset the test patch's files and apply the test patch: this is the pristine
-   copy, which no test run ever writes;
-4. run pytest on the listed tests' files (:mod:`.testrun`) in a sandbox
-   (:mod:`.sandbox`): a root of its own where only an overlay over the pristine
-   copy is writable, the interpreter started through :mod:`.boot` (recorder and
-   audit hook before anything of the repository);
-5. grade the outcomes with :mod:`.scorer`. When the run gave no verdict or showed
-   signals of reaching its judge, a *control run* (the gold patch with the test
-   patch, or the base with the test patch, in a fresh copy under the same checks)
-   decides: a signal the control shows too is the repository's own; one it does
-   not show, or a broken run the control does not break, is the candidate's
-   (``solver``, not resolved); a control run without a verdict makes it an
-   infrastructure failure (``setup`` or ``verifier``), never counted against the
-   candidate.
+1. :class:`Prepare` -- the repository copied into a private workspace, at ``base_commit`` when the
+   instance names one (:mod:`.workspace`; exported from the image first in container mode):
+   a :class:`Copy`.
+2. :class:`Apply` -- the candidate's changes to protected files dropped (:mod:`.protect`), the
+   rest applied, any protected file the applied patch changed anyway put back, the build checked;
+   then the test patch's files reset and the test patch applied. This is the pristine copy, which
+   no test run ever writes. An :class:`Applied`, and the listed tests' files to run.
+3. :class:`Run` -- pytest on those files (:mod:`.testrun`) in a sandbox (:mod:`.sandbox`: a root
+   of its own where only an overlay over the pristine copy is writable, the interpreter started
+   through :mod:`.boot`), or in a fresh container of the image; the control run and the re-runs
+   when the score asks for them. A :class:`~.testrecord.RunRecord` each.
+4. :class:`Score` -- a run's outcomes graded (:mod:`.scorer` through :func:`.testrecord.assess`)
+   and its signals found. When the candidate's run gave no verdict or showed signals of reaching
+   its judge, the *control run* (the gold patch, or the base, with the test patch, in a fresh copy
+   under the same checks) decides: a signal the control shows too is the repository's own; one it
+   does not show, or a broken run the control does not break, is the candidate's (``solver``, not
+   resolved); a control run without a verdict makes it an infrastructure failure (``setup`` or
+   ``verifier``), never counted against the candidate. A :class:`Verdict`.
+5. :class:`Record` -- the envelope (:mod:`.envelope`): the Score, the costs, the digests and the
+   scorecard. The :class:`GradeResult`.
+
+Every stage writes what it did into the :class:`~.grade_task.Journal` (the envelope's ``runner``
+section, the steps with their seconds, every run for the cost, the integrity flags), which the
+record reads.
+Endings other than a verdict: a candidate refused unread (``patch_too_large``), one that does not
+apply (``patch_apply``), protected files the patch changed that cannot be put back (not resolved,
+flagged), and an :class:`InfraFailure` raised by any stage (exit status 3). ``docs/runner.md`` and
+``docs/untrusted-candidates.md`` say what each stage guarantees.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
+import hashlib
 import sys
-import tempfile
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Final, Mapping
 
 from . import envelope as env
-from . import liveness, protect
+from . import protect
 from .cost_ledger import DEFAULT_COMPUTE_RATE, HarnessCost, run_cost
+from .grade_task import Journal, Task, check_request, check_test_ids, resolve_python
 from .instances import Instance
+from .processes import network_isolation
 from .scorer import Grading, exit_status_note, grade, make_score
+from .testrecord import RunRecord, assess, signals
 from .testrun import (
     MAX_OUTPUT,
-    RunRecord,
     SandboxFailure,
-    assess,
-    confined,
-    fresh,
-    isolation_prefix,
-    network_isolation,
-    pid_isolation,
-    run_process,
+    build_in,
+    build_in_container,
     run_in_container,
     run_tests,
     selection,
 )
 from .workspace import (
+    OWNER_FILE,
+    WORKSPACE_PREFIX,
     BadInput,
     InfraFailure,
+    Workspace,
     apply_candidate,
     apply_test_patch,
-    base_env,
     base_text,
     changed_files,
-    git,
-    import_roots,
+    existed_at,
     prepare_copy,
     revert_protected,
+    roots_below,
+    sweep_workspaces,
 )
 
-__all__ = ["BadInput", "GradeRequest", "GradeResult", "InfraFailure", "grade_candidate", "network_isolation"]
+__all__ = [
+    "OWNER_FILE",
+    "WORKSPACE_PREFIX",
+    "BadInput",
+    "GradeRequest",
+    "GradeResult",
+    "InfraFailure",
+    "check_test_ids",
+    "grade_candidate",
+    "network_isolation",
+    "resolve_python",
+    "sweep_workspaces",
+]
 
 EXIT_RESOLVED, EXIT_NOT_RESOLVED, EXIT_BAD_INPUT, EXIT_INFRA = 0, 1, 2, 3
 PROGRESS_AFTER: Final = 5.0  # seconds of a test run before progress is told (short runs stay quiet)
 PROGRESS_EVERY: Final = 10.0  # then at most one line this often
 MAX_PATCH_BYTES: Final = 16 << 20  # SWE-bench patches are kilobytes; the grader holds about 3 copies of one
-AUDIT_KINDS: Final = {"code_replaced": "code_replaced",
-                      "test_file_written": "protected_file_modified", "objects_walked": "objects_walked"}
 
 
 @dataclass(frozen=True)
@@ -119,124 +138,289 @@ class GradeResult:
         return self.envelope.get("score")
 
 
-def resolve_python(python: str) -> str:
-    """An absolute interpreter path: a bare name is looked up on PATH, a relative path is made absolute."""
-    found = shutil.which(python) if os.sep not in python else None
-    path = os.path.abspath(found or python)
-    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-        raise BadInput(f"--python {python}: no such executable interpreter")
-    return path
-
-
-WORKSPACE_PREFIX: Final = "objective-score-"
-OWNER_FILE: Final = ".owner"
-_SWEPT: set[str] = set()
-
-
-def sweep_workspaces(folder: str | Path | None = None) -> list[Path]:
-    """Remove the workspaces that gradings killed outright (SIGKILL, a power cut) left in ``folder``
-    (the temporary folder by default), once per process and folder; returns what was removed.
-
-    A workspace is removed only when its owner file's lock is free (:mod:`.liveness`): its grading
-    is proven over. A workspace with no owner file (kept with ``--keep``, or made by an older
-    version) is never touched."""
-    base = Path(folder) if folder is not None else Path(tempfile.gettempdir())
-    if str(base) in _SWEPT:
-        return []
-    _SWEPT.add(str(base))
-    removed = []
+def grade_candidate(request: GradeRequest) -> GradeResult:
+    """Grade one candidate patch. Raises :class:`BadInput` for bad requests only:
+    every failure of the candidate or of the environment is a result."""
+    task = check_request(request)
+    sweep_workspaces(request.workdir)
+    workspace = Workspace(request.workdir)
+    journal = Journal(task)
+    record = Record(task, journal)
     try:
-        candidates = sorted(base.glob(WORKSPACE_PREFIX + "*"))
-    except OSError:
-        return []
-    for workspace in candidates:
-        if liveness.probe(workspace / OWNER_FILE) == liveness.DEAD:
-            fresh(workspace)
-            removed.append(workspace)
-    return removed
+        return _pipeline(task, workspace.path, journal, record)
+    except InfraFailure as exc:
+        return record.infrastructure(exc.failure_class, str(exc))
+    except BadInput:
+        raise
+    except Exception as exc:  # an error of the grader or the machine: never the candidate's failure
+        detail = f"internal error: {type(exc).__name__}: {exc}"
+        result = record.infrastructure("verifier", detail)
+        result.envelope["runner"]["traceback"] = traceback.format_exc()[-4000:]
+        return result
+    finally:
+        if request.keep:  # kept: no owner file, so no later sweep takes it
+            journal.runner["workspace"] = str(workspace.path)
+        workspace.close(request.keep)
 
 
-def check_test_ids(instance: Instance) -> None:
-    """The runner runs pytest: every listed id must name a pytest test file."""
-    for test_id in (*instance.fail_to_pass, *instance.pass_to_pass):
-        path = test_id.split("::", 1)[0]
-        if not path.endswith(".py"):
-            raise BadInput(
-                f"{instance.source}: test id {test_id!r} is not a pytest node id (path/to/test_file.py::test_name); "
-                "this runner grades pytest suites"
-            )
+def _pipeline(task: Task, workspace: Path, journal: Journal, record: Record) -> GradeResult:
+    """The stages in order, each taking what the one before gave. An ending other than a verdict
+    returns early; an infrastructure failure raises :class:`InfraFailure` from any stage."""
+    if len(task.request.patch) > task.request.max_patch_bytes:
+        return record.refused()  # never copied, parsed or applied
+
+    # 1. prepare the copy, at base_commit
+    prepare = Prepare(task, workspace)
+    copy = prepare.copy(workspace / "repo")
+    journal.step("copy")
+
+    # 2. apply: the candidate without its protected changes, protected files put back, the build
+    #    checked, then the test patch: the pristine copy
+    apply = Apply(task, copy, workspace, journal)
+    applied = apply.candidate()
+    if applied.tampered is not None:
+        return record.tampered(copy, applied.tampered)
+    if not applied.applied:
+        return record.unapplied("patch_apply", copy)
+    runs = Run(task, prepare, copy, workspace, journal)
+    applied = replace(applied, build=apply.build(applied, runs))
+    test_files = apply.test_patch()
+
+    # 3. run the tests in the sandbox, and 4. score the run; a run without a verdict, or with
+    #    signals of reaching its judge, is compared with the control run
+    candidate = runs.candidate(test_files)
+    score = Score(task, copy, journal)
+    judged = score.candidate(candidate)
+    if judged.needs_control:
+        control = score.control(runs.control(test_files))
+        journal.step("control_run")
+        verdict = score.calibrate(judged, control)
+    else:
+        verdict = Verdict(judged.grading, candidate)
+    reruns = score.reruns(runs.reruns(test_files)) if verdict.untrusted is None else []  # --reruns N
+
+    # 5. record the envelope
+    return record.verdict(verdict, copy, applied, reruns)
 
 
-class _Grading:
-    """The state of one grading, so each step stays a small method."""
+# ------------------------------------------------------------------ 1. prepare the copy
 
-    def __init__(self, request: GradeRequest, python: str, test_patch: str | None, test_patch_files: list[str]):
-        self.request = request
-        self.instance = request.instance
-        self.python = python
-        self.test_patch = test_patch
-        self.test_patch_files = test_patch_files
-        self.guarded = [*test_patch_files, *request.instance.test_files()]
-        self.patch_ref = request.patch_ref or env.patch_ref_of(request.patch)
-        self.workspace = Path(tempfile.mkdtemp(prefix=WORKSPACE_PREFIX, dir=request.workdir))
-        self.owner = liveness.hold(self.workspace / OWNER_FILE)  # a killed grading's workspace is swept by the next
-        self.engine = ""  # container mode: the engine found for ``request.engine``
-        self.copy = self.workspace / "repo"
-        self.baseline = ""
-        self.started = time.perf_counter()
-        self.mark = self.started
-        self.steps: list[dict[str, Any]] = []
-        self.runs: list[RunRecord] = []
-        self.integrity: list[dict[str, str]] = []
-        self.applied = False
-        self.patched: dict[str, bytes] = {}  # the candidate's Python files as applied, read before any test ran
-        self.build: tuple[bool, str | None] = (False, "the candidate was not applied")
-        self.reruns: list[dict[str, Any]] = []
-        self.runner: dict[str, Any] = {
-            "repo": str(request.repo) if request.repo is not None else f"{request.image}:{request.repo_dir}",
-            "base_commit": self.instance.base_commit,
-            "python": python,
-            "timeout": request.timeout,
-            "network": "allowed" if request.network else ("unshared" if network_isolation() else "not isolated: unshare unavailable"),
-            "processes": "own PID namespace" if pid_isolation() else "process group only: unshare --pid unavailable",
-            "test_patch": {"source": "file" if request.test_patch is not None else ("instance" if test_patch else None),
-                           "files": test_patch_files},
-            "scope": "listed tests only (--select)" if request.select else "every test of the listed tests' files",
-        }  # fmt: skip
 
-    def step(self, name: str) -> None:
-        now = time.perf_counter()
-        self.steps.append({"name": name, "seconds": round(now - self.mark, 4)})
-        self.mark = now
+@dataclass(frozen=True)
+class Copy:
+    """A copy of the repository in the workspace and the commit it starts from."""
 
-    def cost(self) -> dict[str, Any]:
-        """The envelope's ``harness``, ``cost`` (the spec's five fields) and ``cost_breakdown``."""
-        request = self.request
-        entry = run_cost(request.harness_cost, cpu=sum(r.cpu for r in self.runs),
-                         wall_time=time.perf_counter() - self.started, rate=request.compute_rate)  # fmt: skip
-        harness = request.harness or (request.harness_cost.harness if request.harness_cost else None)
-        return {"harness": harness, "cost": entry["cost"], "cost_breakdown": entry["breakdown"]}
+    path: Path
+    baseline: str
+
+    def existed(self, path: str) -> bool:
+        """Whether ``path`` (a file or a folder) exists at the copy's baseline."""
+        return existed_at(self.path, self.baseline, path)
+
+
+class Prepare:
+    """Stage 1: the repository graded, copied into the workspace at ``base_commit``; the control
+    run gets a fresh copy the same way."""
+
+    def __init__(self, task: Task, workspace: Path) -> None:
+        self.task = task
+        self.workspace = workspace
 
     @property
     def source(self) -> Path:
         """The repository graded: ``--repo``, or the tree exported from the image (container mode)."""
-        if self.request.image is None:
-            assert self.request.repo is not None
-            return self.request.repo
+        request = self.task.request
+        if request.image is None:
+            assert request.repo is not None
+            return request.repo
         exported = self.workspace / "image-repo"
         if not exported.exists():
             from . import container
 
             exported.mkdir()
             try:
-                container.export_repository(self.engine, self.request.image, self.request.repo_dir, exported)
+                container.export_repository(self.task.engine, request.image, request.repo_dir, exported)
             except container.ContainerError as exc:
                 raise InfraFailure("setup", f"the image's repository could not be exported: {exc}") from None
         return exported
 
+    def copy(self, dest: Path) -> Copy:
+        return Copy(dest, prepare_copy(self.source, dest, self.task.instance.base_commit))
+
+
+# ------------------------------------------------------------------ 2. apply
+
+
+@dataclass(frozen=True)
+class Applied:
+    """Stage 2's answer: whether the candidate is in the copy, and what the scorecard reads of it."""
+
+    applied: bool = False
+    patched: Mapping[str, bytes] = field(default_factory=dict)  # its Python files as applied, read before any test ran
+    build: tuple[bool, str | None] = (False, "the candidate was not applied")
+    tampered: str | None = None  # why: protected files the patch changed could not be put back
+
+    def text(self, path: str) -> str | None:
+        """An applied Python file's text, for the scorecard (None: not one of the candidate's)."""
+        data = self.patched.get(path)
+        return None if data is None else data.decode("utf-8", "surrogateescape")
+
+
+NOT_APPLIED: Final = Applied()
+
+
+class Apply:
+    """Stage 2: the candidate into the copy (protected changes dropped, protected files put back),
+    its build checked, then the test patch: the pristine copy every test run starts from."""
+
+    def __init__(self, task: Task, copy: Copy, workspace: Path, journal: Journal) -> None:
+        self.task = task
+        self.copy = copy
+        self.workspace = workspace
+        self.journal = journal
+
+    def candidate(self) -> Applied:
+        """Drop the candidate's changes to protected files, apply the rest, and put back any
+        protected file the applied patch changed anyway (``runner.apply`` says what was done)."""
+        guarded, copy, runner = self.task.guarded, self.copy, self.journal.runner
+        text = self.task.request.patch.decode("utf-8", errors="surrogateescape")
+        try:
+            protection = protect.filter_candidate(text, guarded, existed_at_base=copy.existed, roots=roots_below(copy.path))
+        except protect.PatchParseError as exc:
+            runner["apply"] = {"strategy": None, "attempts": [], "dropped": [], "error": f"not a unified diff: {exc}"}
+            return NOT_APPLIED
+        before = protect.snapshot(copy.path, guarded)
+        candidate_file = self.workspace / "candidate.diff"
+        candidate_file.write_bytes(protection.patch.encode("utf-8", "surrogateescape"))
+        strategy, attempts = apply_candidate(copy.path, copy.baseline, candidate_file, protection.patch)
+        dropped = list(protection.dropped)
+        section: dict[str, Any] = {"strategy": strategy, "attempts": attempts, "kept": list(protection.kept)}
+        runner["apply"] = section
+        if strategy is None:
+            section["dropped"] = [d.to_dict() for d in dropped]
+            self.journal.step("apply")
+            return NOT_APPLIED
+        sneaked, stuck = revert_protected(copy.path, copy.baseline, before, guarded)
+        dropped += sneaked
+        section["dropped"] = [d.to_dict() for d in dropped]
+        if stuck:
+            return Applied(tampered=f"the patch changed protected files that could not be put back: {', '.join(stuck)}")
+        changed = changed_files(copy.path, copy.baseline)
+        section["changed"] = changed
+        patched = self.read_python(changed)
+        self.journal.step("apply")
+        return Applied(applied=True, patched=patched)
+
+    def read_python(self, paths: list[str]) -> dict[str, bytes]:
+        """The changed Python files' bytes, as applied: kept as bytes (what the checks parse), and
+        decoded only when the scorecard asks for one's text (:meth:`Applied.text`)."""
+        texts = {}
+        for path in paths:
+            file = self.copy.path / path
+            if path.endswith(".py") and file.is_file():
+                texts[path] = file.read_bytes()
+        return texts
+
+    def build(self, applied: Applied, runs: Run) -> tuple[bool, str | None]:
+        """``patching.build``: the instance's ``build_command`` exits 0 (run in the sandbox, writing
+        the copy), or every patched Python module compiles. Right after the candidate, before any test."""
+        command = self.task.instance.get("build_command")
+        if isinstance(command, str) and command.strip():
+            code, timed_out, log = runs.build(["/bin/sh", "-c", command])
+            self.journal.step("build")
+            if code == 0:
+                return True, None
+            tail = log.read_text(encoding="utf-8", errors="replace")[-300:]
+            return False, f"build_command {'timed out' if timed_out else f'exited {code}'}: {tail.strip()}"
+        from .symbols import python_check
+
+        for path, data in sorted(applied.patched.items()):
+            _, compiles, error = python_check(path, data)
+            if not compiles:
+                return False, error
+        return True, None
+
+    def test_patch(self) -> list[str]:
+        """Reset the test patch's files and apply the test patch strictly (one that does not apply is
+        an infrastructure failure): the pristine copy. Returns the listed tests' files it holds."""
+        task, copy, runner = self.task, self.copy, self.journal.runner
+        if task.test_patch:
+            apply_test_patch(copy.path, copy.baseline, task.test_patch, task.test_patch_files, self.workspace)
+        self.journal.step("test_patch")
+        test_files = [f for f in task.instance.test_files() if (copy.path / f).exists()]
+        absent = [f for f in task.instance.test_files() if not (copy.path / f).exists()]
+        runner["test_files"] = test_files
+        if absent:
+            runner["absent_test_files"] = absent
+        if not test_files:
+            raise InfraFailure("setup", f"none of the listed tests' files exist after the test patch: {', '.join(absent)}")
+        return test_files
+
+
+# ------------------------------------------------------------------ 3. run
+
+
+@dataclass(frozen=True)
+class Control:
+    """The control run and what it ran on: ``kind`` says gold or base, ``copy`` is its fresh copy."""
+
+    run: RunRecord
+    kind: str
+    copy: Path
+
+
+class Run:
+    """Stage 3: the candidate's code run over the pristine copy, in the sandbox (:func:`.testrun.run_tests`)
+    or a fresh container of the image (:func:`.testrun.run_in_container`): the tests, the build
+    command, the control run (in a fresh copy) and the re-runs. Every run is journaled (cost)."""
+
+    def __init__(self, task: Task, prepare: Prepare, copy: Copy, workspace: Path, journal: Journal) -> None:
+        self.task = task
+        self.prepare = prepare
+        self.copy = copy
+        self.workspace = workspace
+        self.journal = journal
+
+    def candidate(self, test_files: list[str]) -> RunRecord:
+        """The candidate's run (``runner.run``)."""
+        run = self.tests("candidate", test_files)
+        self.journal.step("tests")
+        self.journal.runner["run"] = run.to_dict()
+        return run
+
+    def tests(self, label: str, test_files: list[str], shuffle_seed: int | None = None, copy: Path | None = None) -> RunRecord:
+        """pytest on ``test_files`` over ``copy`` (the pristine copy by default)."""
+        task, request = self.task, self.task.request
+        scope: dict[str, Any] = {"progress": self._watch(label)}
+        if request.select:
+            scope["select"] = selection(list(task.instance.listed), request.compat)
+        if request.image is not None:
+            from . import container
+
+            try:
+                record = run_in_container(engine=task.engine, image=request.image, repo_dir=request.repo_dir,
+                                          copy=copy or self.copy.path, workspace=self.workspace, python=task.python,
+                                          test_files=test_files, timeout=request.timeout,
+                                          network=request.network, label=label, shuffle_seed=shuffle_seed,
+                                          guarded=task.guarded, max_output=request.max_output_bytes, **scope)  # fmt: skip
+            except container.ContainerError as exc:
+                raise InfraFailure("setup", f"the {label} run's container: {exc}") from None
+        else:
+            try:
+                record = run_tests(copy=copy or self.copy.path, original=self.prepare.source, workspace=self.workspace,
+                                   python=task.python, test_files=test_files, timeout=request.timeout,
+                                   network=request.network, label=label, shuffle_seed=shuffle_seed,
+                                   keep_state=label.startswith("rerun-"), guarded=task.guarded,
+                                   hidden=request.hidden, max_output=request.max_output_bytes, **scope)  # fmt: skip
+            except SandboxFailure as exc:
+                raise InfraFailure("setup", f"the sandbox could not be set up for the {label} run: {exc}") from None
+        self.journal.runs.append(record)
+        self.journal.runner["isolation"] = record.isolation
+        return record
+
     def _watch(self, label: str) -> Callable[[int], None] | None:
         """``request.progress`` told, from the fifth second of a run on, how many tests it finished."""
-        say = self.request.progress
+        say = self.task.request.progress
         if say is None:
             return None
         started = time.monotonic()
@@ -246,401 +430,302 @@ class _Grading:
             seconds = time.monotonic() - started
             if seconds >= PROGRESS_AFTER and seconds - told[0] >= PROGRESS_EVERY:
                 told[0] = seconds
-                say(f"{self.instance.instance_id}: {label} run: {done} test(s) finished, {seconds:.0f} s")
+                say(f"{self.task.instance.instance_id}: {label} run: {done} test(s) finished, {seconds:.0f} s")
 
         return tell
 
-    def run(self, label: str, test_files: list[str], shuffle_seed: int | None = None, copy: Path | None = None) -> RunRecord:
-        scope: dict[str, Any] = {"progress": self._watch(label)}
-        if self.request.select:
-            scope["select"] = selection(list(self.instance.listed), self.request.compat)
-        if self.request.image is not None:
-            from . import container
+    def build(self, command: list[str]) -> tuple[int | None, bool, Path]:
+        """The instance's build command, confined as the tests are, writing the pristine copy:
+        ``(exit_code, timed_out, log)``."""
+        request = self.task.request
+        if request.image is not None:
+            code, timed_out, cpu, log = build_in_container(
+                command, engine=self.task.engine, image=request.image, repo_dir=request.repo_dir, copy=self.copy.path,
+                workspace=self.workspace, network=request.network, timeout=request.timeout,
+            )  # fmt: skip
+        else:
+            code, timed_out, cpu, log = build_in(
+                command, workspace=self.workspace, copy=self.copy.path, python=self.task.python,
+                network=request.network, timeout=request.timeout, hidden=[self.prepare.source, *request.hidden],
+            )  # fmt: skip
+        self.journal.runs.append(RunRecord(command=command, label="build", cpu=cpu))
+        return code, timed_out, log
 
-            try:
-                record = run_in_container(engine=self.engine, image=self.request.image, repo_dir=self.request.repo_dir,
-                                          copy=copy or self.copy, workspace=self.workspace, python=self.python,
-                                          test_files=test_files, timeout=self.request.timeout,
-                                          network=self.request.network, label=label, shuffle_seed=shuffle_seed,
-                                          guarded=self.guarded, max_output=self.request.max_output_bytes, **scope)  # fmt: skip
-            except container.ContainerError as exc:
-                raise InfraFailure("setup", f"the {label} run's container: {exc}") from None
-            self.runs.append(record)
-            self.runner["isolation"] = record.isolation
-            return record
-        try:
-            record = run_tests(copy=copy or self.copy, original=self.source, workspace=self.workspace,
-                               python=self.python, test_files=test_files, timeout=self.request.timeout,
-                               network=self.request.network, label=label, shuffle_seed=shuffle_seed,
-                               keep_state=label.startswith("rerun-"), guarded=self.guarded,
-                               hidden=self.request.hidden, max_output=self.request.max_output_bytes, **scope)  # fmt: skip
-        except SandboxFailure as exc:
-            raise InfraFailure("setup", f"the sandbox could not be set up for the {label} run: {exc}") from None
-        self.runs.append(record)
-        self.runner["isolation"] = record.isolation
-        return record
-
-    def existed(self, path: str) -> bool:
-        """Whether ``path`` (a file or a folder) exists at the copy's baseline."""
-        return git(self.copy, "cat-file", "-e", f"{self.baseline}:{path}", check=False).returncode == 0
-
-    def roots(self) -> list[str]:
-        """The copy's import roots below its top, repository-relative (``lib/`` in ``lib/pkg/``)."""
-        return [os.path.relpath(r, self.copy) for r in import_roots(self.copy)[0] if os.path.relpath(r, self.copy) != "."]
-
-    def signals(self, run: RunRecord) -> list[dict[str, str]]:
-        """Everything in a run that could be the candidate reaching its judge, as integrity flags,
-        with the run's copy named ``<copy>`` so that the control run can show the very same ones."""
-        found: list[dict[str, str]] = []
-        for nodeid, record in run.collector.records.items():
-            found += [{"kind": kind, "detail": f"{nodeid} ({when})"} for kind, when in record.flags]
-        session = run.session or {}
-        found += [{"kind": "pytest_internals_patched", "detail": item} for item in session.get("patched_internals") or []]
-        unknown = sorted(f for f in session.get("hook_files") or [] if f.startswith("<unknown origin>"))
-        found += [{"kind": "hook_of_unknown_origin", "detail": item} for item in unknown]
-        found += [{"kind": AUDIT_KINDS.get(s["kind"], s["kind"]), "detail": s["detail"]} for s in run.signals]
-        found += [{"kind": "protected_file_modified", "detail": change} for change in run.writes]
-        copies = sorted({p for p in (run.copy_path, str(self.copy.resolve()), str(self.copy)) if p}, key=len, reverse=True)
-        for signal in found:
-            for path in copies:
-                signal["detail"] = signal["detail"].replace(path, "<copy>")
-        unique = {(s["kind"], s["detail"]): s for s in found}
-        return list(unique.values())
-
-    # -------------------------------------------------------------- the steps
-
-    def grade(self) -> GradeResult:
-        if len(self.request.patch) > self.request.max_patch_bytes:
-            self.runner["apply"] = {"strategy": None, "attempts": [], "dropped": [],
-                                    "error": f"the candidate patch is larger than {self.request.max_patch_bytes} bytes "
-                                    "(--max-patch-size): refused unread"}  # fmt: skip
-            return self.unapplied("patch_too_large")
-        self.baseline = prepare_copy(self.source, self.copy, self.instance.base_commit)
-        self.step("copy")
-        text = self.request.patch.decode("utf-8", errors="surrogateescape")
-        try:
-            protection = protect.filter_candidate(text, self.guarded, existed_at_base=self.existed, roots=self.roots())
-        except protect.PatchParseError as exc:
-            self.runner["apply"] = {"strategy": None, "attempts": [], "dropped": [], "error": f"not a unified diff: {exc}"}
-            return self.unapplied()
-        before = protect.snapshot(self.copy, self.guarded)
-        candidate_file = self.workspace / "candidate.diff"
-        candidate_file.write_bytes(protection.patch.encode("utf-8", "surrogateescape"))
-        strategy, attempts = apply_candidate(self.copy, self.baseline, candidate_file, protection.patch)
-        dropped = list(protection.dropped)
-        self.runner["apply"] = {"strategy": strategy, "attempts": attempts, "kept": list(protection.kept)}
-        if strategy is None:
-            self.runner["apply"]["dropped"] = [d.to_dict() for d in dropped]
-            self.step("apply")
-            return self.unapplied()
-        sneaked, stuck = revert_protected(self.copy, self.baseline, before, self.guarded)
-        dropped += sneaked
-        self.runner["apply"]["dropped"] = [d.to_dict() for d in dropped]
-        if stuck:
-            return self.tampered(f"the patch changed protected files that could not be put back: {', '.join(stuck)}")
-        changed = changed_files(self.copy, self.baseline)
-        self.runner["apply"]["changed"] = changed
-        self.applied = True
-        self.patched = self.read_python(changed)
-        self.step("apply")
-        self.build = self.build_check()
-        if self.test_patch:
-            apply_test_patch(self.copy, self.baseline, self.test_patch, self.test_patch_files, self.workspace)
-        self.step("test_patch")
-        test_files = [f for f in self.instance.test_files() if (self.copy / f).exists()]
-        absent = [f for f in self.instance.test_files() if not (self.copy / f).exists()]
-        self.runner["test_files"] = test_files
-        if absent:
-            self.runner["absent_test_files"] = absent
-        if not test_files:
-            raise InfraFailure("setup", f"none of the listed tests' files exist after the test patch: {', '.join(absent)}")
-        run = self.run("candidate", test_files)
-        self.step("tests")
-        self.runner["run"] = run.to_dict()
-        grading, reason, failure = assess(run, self.instance, self.request.compat, self.copy, self.request.timeout)
-        if run.forged is not None:
-            self.integrity.append({"kind": "record_forged", "detail": run.forged})
-        signals = self.signals(run)
-        if signals or reason is not None:
-            return self.calibrate(run, grading, reason, failure, signals, test_files)
-        self.perturbed_reruns(test_files)
-        return self.verdict(grading, run.session or {}, run)
-
-    # -------------------------------------------------------------- scorecard inputs
-
-    def read_python(self, paths: list[str]) -> dict[str, bytes]:
-        """The changed Python files' bytes, as applied: kept as bytes (what the checks parse), and
-        decoded only when the scorecard asks for one's text (:meth:`patched_text`)."""
-        texts = {}
-        for path in paths:
-            file = self.copy / path
-            if path.endswith(".py") and file.is_file():
-                texts[path] = file.read_bytes()
-        return texts
-
-    def patched_text(self, path: str) -> str | None:
-        """An applied Python file's text, for the scorecard (None: not one of the candidate's)."""
-        data = self.patched.get(path)
-        return None if data is None else data.decode("utf-8", "surrogateescape")
-
-    def build_check(self) -> tuple[bool, str | None]:
-        """``patching.build``: the instance's ``build_command`` exits 0, or every patched Python
-        module compiles. Runs right after the candidate is applied, before any test."""
-        command = self.instance.get("build_command")
-        if isinstance(command, str) and command.strip():
-            code, timed_out, cpu, log = self.confined_build(["/bin/sh", "-c", command])
-            self.runs.append(RunRecord(command=["/bin/sh", "-c", command], label="build", cpu=cpu))
-            self.step("build")
-            if code == 0:
-                return True, None
-            tail = log.read_text(encoding="utf-8", errors="replace")[-300:]
-            return False, f"build_command {'timed out' if timed_out else f'exited {code}'}: {tail.strip()}"
-        from .symbols import python_check
-
-        for path, data in sorted(self.patched.items()):
-            _, compiles, error = python_check(path, data)
-            if not compiles:
-                return False, error
-        return True, None
-
-    def confined_build(self, command: list[str]) -> tuple[int | None, bool, float, Path]:
-        """The instance's build command, in the sandbox (or a container of the image), writing into the
-        pristine copy (what it builds is part of the state every test run starts from); nothing else
-        is in its reach."""
-        from . import sandbox
-
-        if self.request.image is not None:
-            return self.container_build(command)
-
-        place = self.workspace / "runs" / "build"
-        place.mkdir(parents=True, exist_ok=True)
-        home = self.workspace / "build-home"
-        home.mkdir(exist_ok=True)
-        log = self.workspace / "build.log"
-        workdir = str(self.workspace.parent)
-        mode, why = sandbox.probe(workdir)
-        launch, _, (reader, writer) = confined(
-            command, mode="none" if mode == "none" else "namespaces-copy", why=why, place=place, cwd=self.copy,
-            network=self.request.network, python=self.python, writable=[(home, home), (self.copy, self.copy)],
-            hidden=[self.source, *self.request.hidden],
-        )  # fmt: skip
-        if mode == "none":
-            launch = [*isolation_prefix(self.request.network), *command]
-        try:
-            code, timed_out, _, cpu = run_process(launch, cwd=self.copy if mode == "none" else Path("/"),
-                                                  env={**base_env(), "HOME": str(home)},
-                                                  timeout=min(self.request.timeout, 900.0), log=log,
-                                                  pass_fds=(writer,) if writer >= 0 else ())  # fmt: skip
-        finally:
-            if writer >= 0:
-                os.close(writer)
-        if reader >= 0:
-            ok, failure = sandbox.read_status(reader)
-            shutil.rmtree(place, ignore_errors=True)
-            if not ok:  # this machine cannot give the sandbox: the next mode, as for the test runs
-                sandbox.demote(workdir, mode, failure)
-                return self.confined_build(command)
-        shutil.rmtree(place, ignore_errors=True)
-        return code, timed_out, cpu, log
-
-    def container_build(self, command: list[str]) -> tuple[int | None, bool, float, Path]:
-        from . import container
-
-        log = self.workspace / "build.log"
-        tools = self.workspace / "build-tools"
-        tools.mkdir(exist_ok=True)
-        name = f"objective-build-{os.getpid()}-{self.workspace.name[-8:]}"
-        launch = container.run_command(self.engine, self.request.image or "", command, name=name, copy=self.copy,
-                                       repo_dir=self.request.repo_dir, tools=tools, environ={},
-                                       network=self.request.network, record=None, preserve_fd=False)  # fmt: skip
-        try:
-            code, timed_out, _, cpu = run_process(launch, cwd=self.workspace, env=base_env(),
-                                                  timeout=min(self.request.timeout, 900.0), log=log)  # fmt: skip
-        finally:
-            container.remove(self.engine, name)
-        return code, timed_out, cpu, log
-
-    def perturbed_reruns(self, test_files: list[str]) -> None:
-        """``--reruns N``: the tests again, N times, each in an order drawn from a recorded seed."""
-        import hashlib
-
-        for index in range(self.request.reruns):
-            digest = hashlib.sha256(f"{self.instance.instance_id}:{self.patch_ref}:{index}".encode()).hexdigest()
-            seed = int(digest[:8], 16)
-            run = self.run(f"rerun-{index + 1}", test_files, shuffle_seed=seed)
-            grading, reason, _ = assess(run, self.instance, self.request.compat, self.copy, self.request.timeout)
-            resolved = reason is None and grading.fail_to_pass.verdict == "satisfied" and grading.pass_to_pass.verdict == "satisfied"
-            self.reruns.append({"seed": seed, "resolved": resolved, "no_verdict_reason": reason,
-                                "fail_to_pass": grading.fail_to_pass.passed, "pass_to_pass": grading.pass_to_pass.passed,
-                                "outcomes": {r.test_id: r.outcome for r in grading.results}})  # fmt: skip
-        if self.request.reruns:
-            self.step("reruns")
-
-    def scorecard(self, envelope: dict[str, Any]) -> None:
-        """Put the run's Scorecard (and what it was computed from) in the envelope."""
-        from .scorecard import build_scorecard
-        from .symbols import PatchError, Touched, python_check, touched
-
-        def base(path: str) -> str | None:
-            return base_text(self.copy, self.baseline, path)
-
-        notes = []
-        try:
-            candidate = touched(self.request.patch, base, self.patched_text)  # bytes: a large patch is not decoded whole
-            well_formed = True
-        except PatchError as exc:
-            candidate, well_formed = Touched(frozenset(), frozenset(), ()), False
-            notes.append(f"the candidate is not a well-formed diff: {exc}")
-        gold = None
-        if self.instance.patch and self.instance.patch.strip():
-            try:
-                gold = touched(self.instance.patch, base)
-            except PatchError as exc:
-                notes.append(f"the gold patch is not a well-formed diff: localization is not computed ({exc})")
-        parse_errors = [e for _, (ok, _, e) in ((p, python_check(p, d)) for p, d in sorted(self.patched.items())) if not ok]
-        card, details = build_scorecard(
-            task_id=self.instance.instance_id, envelope=envelope, instance_fields=self.instance.fields, gold=gold,
-            candidate=candidate, applied=self.applied, parse_ok=well_formed and not parse_errors,
-            build_ok=self.applied and self.build[0], plan=self.request.plan, retrieval=self.request.retrieval,
-            reruns=[r["resolved"] for r in self.reruns],
-        )  # fmt: skip
-        details.update(parse_errors=parse_errors, build_error=None if self.build[0] else self.build[1],
-                       rerun_seeds=self.reruns, notes=notes)  # fmt: skip
-        envelope["scorecard"] = card.to_dict()
-        envelope["scorecard_details"] = details
-
-    def calibrate(self, run: RunRecord, grading: Grading, reason: str | None, failure: str,
-                  signals: list[dict[str, str]], test_files: list[str]) -> GradeResult:
-        """The candidate's run gave no verdict, or showed signals of reaching its judge: the control
-        run (the gold patch, or the base, with the test patch, in a fresh copy under the same checks)
-        says whose they are. A signal the control run shows too is the repository's own behaviour
-        (pytest's suite patches pytest, tests write their own modules) and never counts against the
-        candidate; one it does not show makes the candidate's outcomes untrusted (not resolved,
-        flagged, disposition invalid). When the control run itself gives no verdict, nothing can be
-        told about the candidate: an infrastructure failure."""
-        control, control_reason, control_failure, control_signals = self.control_run(test_files)
-        self.step("control_run")
-        if control_reason is not None:
-            why = reason or "signals the control run could not be compared with: " + ", ".join(
-                f"{s['kind']} {s['detail']}" for s in signals[:3])
-            raise InfraFailure("setup" if "setup" in (failure, control_failure) else control_failure,
-                               f"{why}; the control run fails too ({control_reason})")  # fmt: skip
-        shown = {(s["kind"], s["detail"]) for s in control_signals}
-        own = [s for s in signals if (s["kind"], s["detail"]) in shown]
-        theirs = [s for s in signals if (s["kind"], s["detail"]) not in shown]
-        if own:
-            self.runner["calibrated_signals"] = {
-                "note": "shown by the control run too: the repository's own behaviour, not counted against the candidate",
-                "signals": own[:50], "count": len(own)}  # fmt: skip
-        if theirs:
-            self.integrity += theirs[:50]
-            reason = reason or "the candidate's run shows what the control run does not: " + "; ".join(
-                f"{s['kind']}: {s['detail']}" for s in theirs[:3])
-        if reason is None:
-            self.perturbed_reruns(test_files)
-            return self.verdict(grading, run.session or {}, run)
-        # The candidate broke or reached a run that works without it: none of its outcomes is trusted.
-        self.runner["failure_detail"] = f"{reason} (the control run is clean)"
-        result = self.verdict(grade(self.instance, {}, self.request.compat), control.session or {}, control,
-                              failure_class="output_limit" if run.flooded is not None else None)  # fmt: skip
-        result.envelope["candidate_no_verdict_reason"] = reason
-        return result
-
-    def control_run(self, test_files: list[str]) -> tuple[RunRecord, str | None, str, list[dict[str, str]]]:
+    def control(self, test_files: list[str]) -> Control:
         """The gold patch (or the bare base) with the test patch, in a fresh copy of the user's
-        repository (never one a run of the candidate's has touched): does the environment work, and
-        which signals does the repository show by itself?"""
+        repository (never one a run of the candidate's has touched), run under the same checks."""
+        task = self.task
         copy = self.workspace / "control" / "repo"
         copy.parent.mkdir()
-        baseline = prepare_copy(self.source, copy, self.instance.base_commit)
+        baseline = self.prepare.copy(copy).baseline
         kind = "base"
-        gold = self.instance.patch
+        gold = task.instance.patch
         if gold and gold.strip():
             gold_file = self.workspace / "gold.diff"
             gold_file.write_bytes(gold.encode("utf-8", "surrogateescape"))
             strategy, _ = apply_candidate(copy, baseline, gold_file, gold)
             kind = "gold" if strategy else "base (the gold patch does not apply)"
-        if self.test_patch:
-            apply_test_patch(copy, baseline, self.test_patch, self.test_patch_files, self.workspace)
-        run = self.run("control", test_files, copy=copy)
-        _, reason, failure = assess(run, self.instance, self.request.compat, copy, self.request.timeout)
-        signals = self.signals(run)  # the control copy is its run's copy_path: named <copy> there
-        self.runner["control_run"] = {"kind": kind, **run.to_dict(), "no_verdict_reason": reason,
-                                      "signals": signals[:50]}  # fmt: skip
-        return run, reason, failure, signals
+        if task.test_patch:
+            apply_test_patch(copy, baseline, task.test_patch, task.test_patch_files, self.workspace)
+        return Control(self.tests("control", test_files, copy=copy), kind, copy)
 
-    # -------------------------------------------------------------- endings
+    def reruns(self, test_files: list[str]) -> list[tuple[int, RunRecord]]:
+        """``--reruns N``: the tests again, N times, each collected in an order drawn from a recorded seed."""
+        task = self.task
+        done = []
+        for index in range(task.request.reruns):
+            digest = hashlib.sha256(f"{task.instance.instance_id}:{task.patch_ref}:{index}".encode()).hexdigest()
+            seed = int(digest[:8], 16)
+            done.append((seed, self.tests(f"rerun-{index + 1}", test_files, shuffle_seed=seed)))
+        return done
 
-    def verdict(self, grading: Grading, session: Mapping[str, Any], run: RunRecord,
-                failure_class: str | None = None) -> GradeResult:  # fmt: skip
-        score = make_score(grading, self.patch_ref, self._graded_by(session), int(time.time()))
-        failure_class = failure_class or ("none" if score.resolved == "resolved" else "solver")
-        self.runner["failure_class"] = failure_class
-        self.runner["steps"] = self.steps
-        records = run.collector.records
+
+# ------------------------------------------------------------------ 4. score
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One run read: its outcomes graded, why it is no verdict (None: it is one) with the failure
+    class that would be, and the signals it showed (integrity flags, copies named ``<copy>``)."""
+
+    run: RunRecord
+    grading: Grading
+    reason: str | None
+    failure: str
+    signals: list[dict[str, str]]
+
+    @property
+    def needs_control(self) -> bool:
+        return bool(self.signals) or self.reason is not None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Stage 4's answer: the grading the Score is made of and the run whose session the envelope
+    reports; when the candidate's outcomes are not trusted, why (``candidate_no_verdict_reason``)."""
+
+    grading: Grading
+    run: RunRecord
+    failure_class: str | None = None  # None: "none" when resolved, else "solver"
+    untrusted: str | None = None
+
+
+class Score:
+    """Stage 4: runs graded (:func:`.testrecord.assess`, :mod:`.scorer`) and their signals found
+    (:func:`.testrecord.signals`); the control run's decision on whose a broken run or a signal is."""
+
+    def __init__(self, task: Task, copy: Copy, journal: Journal) -> None:
+        self.task = task
+        self.copy = copy
+        self.journal = journal
+
+    def judge(self, run: RunRecord, copy: Path | None = None) -> Judgement:
+        """``run`` (over ``copy``, the pristine copy by default) graded, and its signals."""
+        request = self.task.request
+        grading, reason, failure = assess(run, self.task.instance, request.compat, copy or self.copy.path, request.timeout)
+        return Judgement(run, grading, reason, failure, signals(run, self.copy.path))
+
+    def candidate(self, run: RunRecord) -> Judgement:
+        """The candidate's run; a forged record is an integrity flag whatever the control run shows."""
+        judged = self.judge(run)
+        if run.forged is not None:
+            self.journal.integrity.append({"kind": "record_forged", "detail": run.forged})
+        return judged
+
+    def control(self, control: Control) -> Judgement:
+        """The control run (``runner.control_run``): does the environment work, and which signals
+        does the repository show by itself?"""
+        judged = self.judge(control.run, control.copy)  # the control copy is its run's copy_path: named <copy> there
+        self.journal.runner["control_run"] = {"kind": control.kind, **control.run.to_dict(), "no_verdict_reason": judged.reason,
+                                              "signals": judged.signals[:50]}  # fmt: skip
+        return judged
+
+    def calibrate(self, judged: Judgement, control: Judgement) -> Verdict:
+        """The candidate's run gave no verdict, or showed signals of reaching its judge: the control
+        run says whose they are. A signal the control run shows too is the repository's own behaviour
+        (pytest's suite patches pytest, tests write their own modules) and never counts against the
+        candidate; one it does not show makes the candidate's outcomes untrusted (not resolved,
+        flagged, disposition invalid). When the control run itself gives no verdict, nothing can be
+        told about the candidate: an infrastructure failure."""
+        runner = self.journal.runner
+        if control.reason is not None:
+            why = judged.reason or "signals the control run could not be compared with: " + ", ".join(
+                f"{s['kind']} {s['detail']}" for s in judged.signals[:3])
+            raise InfraFailure("setup" if "setup" in (judged.failure, control.failure) else control.failure,
+                               f"{why}; the control run fails too ({control.reason})")  # fmt: skip
+        shown = {(s["kind"], s["detail"]) for s in control.signals}
+        own = [s for s in judged.signals if (s["kind"], s["detail"]) in shown]
+        theirs = [s for s in judged.signals if (s["kind"], s["detail"]) not in shown]
+        if own:
+            runner["calibrated_signals"] = {
+                "note": "shown by the control run too: the repository's own behaviour, not counted against the candidate",
+                "signals": own[:50], "count": len(own)}  # fmt: skip
+        reason = judged.reason
+        if theirs:
+            self.journal.integrity += theirs[:50]
+            reason = reason or "the candidate's run shows what the control run does not: " + "; ".join(
+                f"{s['kind']}: {s['detail']}" for s in theirs[:3])
+        if reason is None:
+            return Verdict(judged.grading, judged.run)
+        # The candidate broke or reached a run that works without it: none of its outcomes is trusted.
+        runner["failure_detail"] = f"{reason} (the control run is clean)"
+        return Verdict(grade(self.task.instance, {}, self.task.request.compat), control.run,
+                       failure_class="output_limit" if judged.run.flooded is not None else None, untrusted=reason)  # fmt: skip
+
+    def reruns(self, runs: list[tuple[int, RunRecord]]) -> list[dict[str, Any]]:
+        """The re-runs graded, for the scorecard's robustness (``scorecard_details.rerun_seeds``)."""
+        request = self.task.request
+        graded = []
+        for seed, run in runs:
+            grading, reason, _ = assess(run, self.task.instance, request.compat, self.copy.path, request.timeout)
+            resolved = reason is None and grading.fail_to_pass.verdict == "satisfied" and grading.pass_to_pass.verdict == "satisfied"
+            graded.append({"seed": seed, "resolved": resolved, "no_verdict_reason": reason,
+                           "fail_to_pass": grading.fail_to_pass.passed, "pass_to_pass": grading.pass_to_pass.passed,
+                           "outcomes": {r.test_id: r.outcome for r in grading.results}})  # fmt: skip
+        if request.reruns:
+            self.journal.step("reruns")
+        return graded
+
+
+# ------------------------------------------------------------------ 5. record
+
+
+class Record:
+    """Stage 5: the envelope, for a verdict and for every other ending: the Score, the journal's
+    ``runner`` section and integrity flags, the cost, the digests and the scorecard."""
+
+    def __init__(self, task: Task, journal: Journal) -> None:
+        self.task = task
+        self.journal = journal
+
+    def verdict(self, verdict: Verdict, copy: Copy, applied: Applied, reruns: list[dict[str, Any]]) -> GradeResult:
+        task, runner = self.task, self.journal.runner
+        session = verdict.run.session or {}
+        score = make_score(verdict.grading, task.patch_ref, self._graded_by(session), int(time.time()))
+        failure_class = verdict.failure_class or ("none" if score.resolved == "resolved" else "solver")
+        runner["failure_class"] = failure_class
+        runner["steps"] = self.journal.steps
+        records = verdict.run.collector.records
         envelope = env.build_envelope(
-            instance_id=self.instance.instance_id,
+            instance_id=task.instance.instance_id,
             score=score,
-            grading=grading,
+            grading=verdict.grading,
             no_verdict=None,
             session={"exitstatus": session.get("exitstatus"), "note": exit_status_note(session.get("exitstatus"), records),
-                     "collection_errors": [{"nodeid": n, "message": m} for n, m in run.collect_errors]},
-            integrity=self.integrity,
-            extra={"runner": self.runner, **self.cost(), "patch_ref": self.patch_ref,
-                   "digests": self.digests(session, score.to_dict())},
+                     "collection_errors": [{"nodeid": n, "message": m} for n, m in verdict.run.collect_errors]},
+            integrity=self.journal.integrity,
+            extra=self.extra(session, score.to_dict()),
         )  # fmt: skip
-        self.scorecard(envelope)
+        self.scorecard(envelope, copy, applied, reruns)
+        if verdict.untrusted is not None:
+            envelope["candidate_no_verdict_reason"] = verdict.untrusted
         return GradeResult(envelope, EXIT_RESOLVED if failure_class == "none" else EXIT_NOT_RESOLVED, failure_class)
 
-    def digests(self, session: Mapping[str, Any] | None, score: Mapping[str, Any] | None) -> dict[str, Any]:
-        import hashlib
+    def tampered(self, copy: Copy, reason: str) -> GradeResult:
+        """The patch changed protected files that could not be put back: not resolved, flagged."""
+        self.journal.runner["failure_detail"] = reason
+        self.journal.integrity.append({"kind": "protected_file_modified", "detail": reason})
+        return self.verdict(Verdict(grade(self.task.instance, {}, self.task.request.compat), RunRecord(command=[]),
+                                    untrusted=reason), copy, NOT_APPLIED, [])  # fmt: skip
 
-        from .integrity import digests, task_id_of
-        from .ledger import canonical
+    def refused(self) -> GradeResult:
+        """A candidate larger than ``max_patch_bytes``: refused unread, failure class patch_too_large."""
+        limit = self.task.request.max_patch_bytes
+        self.journal.runner["apply"] = {"strategy": None, "attempts": [], "dropped": [],
+                                        "error": f"the candidate patch is larger than {limit} bytes "
+                                        "(--max-patch-size): refused unread"}  # fmt: skip
+        return self.unapplied("patch_too_large", None)
 
-        request = self.request
-        policy = {"compat": request.compat, "timeout": request.timeout, "network": request.network,
-                  "reruns": request.reruns, "test_patch": "file" if request.test_patch is not None else "instance"}  # fmt: skip
-        return {**digests(task_id_of(self.instance.fields), self.patch_ref, self.python, session, score),
-                "policy": "sha256:" + hashlib.sha256(canonical(policy).encode()).hexdigest()}
-
-    def tampered(self, reason: str) -> GradeResult:
-        self.runner["failure_detail"] = reason
-        self.integrity.append({"kind": "protected_file_modified", "detail": reason})
-        result = self.verdict(grade(self.instance, {}, self.request.compat), {}, RunRecord(command=[]))
-        result.envelope["candidate_no_verdict_reason"] = reason
-        return result
-
-    def unapplied(self, failure_class: str = "patch_apply") -> GradeResult:
+    def unapplied(self, failure_class: str, copy: Copy | None) -> GradeResult:
         """A candidate that does not apply: not resolved, no test ran, failure class patch_apply."""
-        grading = grade(self.instance, {}, self.request.compat)
+        task, runner = self.task, self.journal.runner
+        grading = grade(task.instance, {}, task.request.compat)
         by = env.graded_by(mode="runner", pytest_version="n/a", python="n/a", platform=sys.platform,
-                           timeout=self.request.timeout, compat=self.request.compat)  # fmt: skip
-        score = make_score(grading, self.patch_ref, by, int(time.time()))
-        self.runner["failure_class"] = failure_class
-        self.runner["failure_detail"] = self.runner["apply"].get("error") or "no strategy applied the candidate patch"
-        self.runner["steps"] = self.steps
+                           timeout=task.request.timeout, compat=task.request.compat)  # fmt: skip
+        score = make_score(grading, task.patch_ref, by, int(time.time()))
+        runner["failure_class"] = failure_class
+        runner["failure_detail"] = runner["apply"].get("error") or "no strategy applied the candidate patch"
+        runner["steps"] = self.journal.steps
         envelope = env.build_envelope(
-            instance_id=self.instance.instance_id, score=score, grading=grading, no_verdict=None, session={},
-            extra={"runner": self.runner, **self.cost(), "patch_ref": self.patch_ref, "digests": self.digests(None, score.to_dict())},
+            instance_id=task.instance.instance_id, score=score, grading=grading, no_verdict=None, session={},
+            extra=self.extra(None, score.to_dict()),
             patch_applied=False,
         )  # fmt: skip
-        if failure_class != "patch_too_large":  # never parse what was refused unread
-            self.scorecard(envelope)
+        if copy is not None:  # never parse what was refused unread (it was never copied)
+            self.scorecard(envelope, copy, NOT_APPLIED, [])
         return GradeResult(envelope, EXIT_NOT_RESOLVED, failure_class)
 
     def infrastructure(self, failure_class: str, detail: str) -> GradeResult:
-        self.runner["failure_class"] = failure_class
-        self.runner["failure_detail"] = detail
-        self.runner["steps"] = self.steps
-        if self.runs:
-            self.runner.setdefault("run", self.runs[0].to_dict())
+        task, runner = self.task, self.journal.runner
+        runner["failure_class"] = failure_class
+        runner["failure_detail"] = detail
+        runner["steps"] = self.journal.steps
+        if self.journal.runs:
+            runner.setdefault("run", self.journal.runs[0].to_dict())
         envelope = env.build_envelope(
-            instance_id=self.instance.instance_id, score=None, grading=None,
-            no_verdict=f"infrastructure failure ({failure_class}): {detail}", session={}, integrity=self.integrity,
-            extra={"runner": self.runner, **self.cost(), "patch_ref": self.patch_ref, "digests": self.digests(None, None)},
+            instance_id=task.instance.instance_id, score=None, grading=None,
+            no_verdict=f"infrastructure failure ({failure_class}): {detail}", session={}, integrity=self.journal.integrity,
+            extra=self.extra(None, None),
         )  # fmt: skip
         return GradeResult(envelope, EXIT_INFRA, failure_class)
+
+    def extra(self, session: Mapping[str, Any] | None, score: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The envelope's ``runner`` section, costs, ``patch_ref`` and digests."""
+        return {"runner": self.journal.runner, **self.cost(), "patch_ref": self.task.patch_ref,
+                "digests": self.digests(session, score)}  # fmt: skip
+
+    def cost(self) -> dict[str, Any]:
+        """The envelope's ``harness``, ``cost`` (the spec's five fields) and ``cost_breakdown``."""
+        request = self.task.request
+        entry = run_cost(request.harness_cost, cpu=sum(r.cpu for r in self.journal.runs),
+                         wall_time=time.perf_counter() - self.journal.started, rate=request.compute_rate)  # fmt: skip
+        harness = request.harness or (request.harness_cost.harness if request.harness_cost else None)
+        return {"harness": harness, "cost": entry["cost"], "cost_breakdown": entry["breakdown"]}
+
+    def digests(self, session: Mapping[str, Any] | None, score: Mapping[str, Any] | None) -> dict[str, Any]:
+        from .integrity import digests, task_id_of
+        from .ledger import canonical
+
+        task, request = self.task, self.task.request
+        policy = {"compat": request.compat, "timeout": request.timeout, "network": request.network,
+                  "reruns": request.reruns, "test_patch": "file" if request.test_patch is not None else "instance"}  # fmt: skip
+        return {**digests(task_id_of(task.instance.fields), task.patch_ref, task.python, session, score),
+                "policy": "sha256:" + hashlib.sha256(canonical(policy).encode()).hexdigest()}
+
+    def scorecard(self, envelope: dict[str, Any], copy: Copy, applied: Applied, reruns: list[dict[str, Any]]) -> None:
+        """Put the run's Scorecard (and what it was computed from) in the envelope."""
+        from .scorecard import build_scorecard
+        from .symbols import PatchError, Touched, python_check, touched
+
+        task, instance = self.task, self.task.instance
+
+        def base(path: str) -> str | None:
+            return base_text(copy.path, copy.baseline, path)
+
+        notes = []
+        try:
+            candidate = touched(task.request.patch, base, applied.text)  # bytes: a large patch is not decoded whole
+            well_formed = True
+        except PatchError as exc:
+            candidate, well_formed = Touched(frozenset(), frozenset(), ()), False
+            notes.append(f"the candidate is not a well-formed diff: {exc}")
+        gold = None
+        if instance.patch and instance.patch.strip():
+            try:
+                gold = touched(instance.patch, base)
+            except PatchError as exc:
+                notes.append(f"the gold patch is not a well-formed diff: localization is not computed ({exc})")
+        parse_errors = [e for _, (ok, _, e) in ((p, python_check(p, d)) for p, d in sorted(applied.patched.items())) if not ok]
+        card, details = build_scorecard(
+            task_id=instance.instance_id, envelope=envelope, instance_fields=instance.fields, gold=gold,
+            candidate=candidate, applied=applied.applied, parse_ok=well_formed and not parse_errors,
+            build_ok=applied.applied and applied.build[0], plan=task.request.plan, retrieval=task.request.retrieval,
+            reruns=[r["resolved"] for r in reruns],
+        )  # fmt: skip
+        details.update(parse_errors=parse_errors, build_error=None if applied.build[0] else applied.build[1],
+                       rerun_seeds=reruns, notes=notes)  # fmt: skip
+        envelope["scorecard"] = card.to_dict()
+        envelope["scorecard_details"] = details
 
     def _graded_by(self, session: Mapping[str, Any]) -> str:
         return env.graded_by(
@@ -648,54 +733,6 @@ class _Grading:
             pytest_version=str(session.get("pytest_version", "unknown")),
             python=f"{session.get('python_implementation', 'Python')}/{session.get('python_version', 'unknown')}",
             platform=str(session.get("platform", sys.platform)),
-            timeout=self.request.timeout,
-            compat=self.request.compat,
+            timeout=self.task.request.timeout,
+            compat=self.task.request.compat,
         )
-
-
-def grade_candidate(request: GradeRequest) -> GradeResult:
-    """Grade one candidate patch. Raises :class:`BadInput` for bad requests only:
-    every failure of the candidate or of the environment is a result."""
-    instance = request.instance
-    engine = None
-    if request.image is not None:
-        from . import container
-
-        try:
-            engine = container.detect_engine(request.engine)
-        except container.ContainerError as exc:
-            raise BadInput(f"--engine: {exc}") from None
-        if not container.image_exists(engine, request.image):
-            raise BadInput(f"--image {request.image}: no such image for {engine} (nothing is pulled: build or load it first)")
-        python = request.python  # a path inside the image
-    elif request.repo is None or not request.repo.is_dir():
-        raise BadInput(f"--repo {request.repo}: not a directory")
-    else:
-        python = resolve_python(request.python)
-    check_test_ids(instance)
-    test_patch = request.test_patch if request.test_patch is not None else instance.test_patch
-    try:
-        test_patch_files = protect.patch_files(test_patch) if test_patch else []
-    except protect.PatchParseError as exc:
-        raise BadInput(f"the test patch cannot be parsed: {exc}") from None
-    sweep_workspaces(request.workdir)
-    grading = _Grading(request, python, test_patch, test_patch_files)
-    grading.engine = engine or ""
-    try:
-        return grading.grade()
-    except InfraFailure as exc:
-        return grading.infrastructure(exc.failure_class, str(exc))
-    except BadInput:
-        raise
-    except Exception as exc:  # an error of the grader or the machine: never the candidate's failure
-        detail = f"internal error: {type(exc).__name__}: {exc}"
-        result = grading.infrastructure("verifier", detail)
-        result.envelope["runner"]["traceback"] = traceback.format_exc()[-4000:]
-        return result
-    finally:
-        if request.keep:  # kept: no owner file, so no later sweep takes it
-            grading.runner["workspace"] = str(grading.workspace)
-            liveness.release(grading.owner, grading.workspace / OWNER_FILE)
-        else:
-            fresh(grading.workspace)
-            liveness.release(grading.owner)

@@ -1,247 +1,73 @@
-"""One pytest subprocess in the workspace: start it, bound it, read what it recorded.
+"""The candidate's code run: pytest on the listed tests' files, and the instance's build command.
 
-The test process gets the recorder (and nothing else of ours), a scrubbed
-environment, the copy's import roots first on its path, no network where
-``unshare`` works, and a timeout that kills its whole process group.
+A test run (:func:`run_tests`) is one pytest subprocess over the pristine copy, in the best sandbox
+this machine gives (:mod:`.sandbox`: a root of its own where only an overlay over the copy, a
+private home and ``/tmp`` are writable), or in a fresh container of the benchmark's image
+(:func:`run_in_container`). The process gets the recorder and the boot module (and nothing else of
+ours), a scrubbed environment, the copy's import roots first on its path, the record as a
+descriptor and its key on standard input, and a timeout that kills its whole process group
+(:mod:`.processes`). What it recorded is read back by :mod:`.testrecord`; what it wrote to
+protected files is read from the overlay's upper layer (:func:`upper_changes`). The build command
+(:func:`build_in`, :func:`build_in_container`) runs in the same confinement, writing the copy.
+
+Harbor's verifier and the samples' harness import the process and record functions they share
+with these runs from here too (re-exported from :mod:`.processes` and :mod:`.testrecord`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import hmac
 import json
 import os
 import shutil
-import signal
 import stat
-import subprocess
 import tempfile
-import threading
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Final, Iterator, Mapping, Sequence
+from typing import Any, Callable, Final, Mapping, Sequence
 
 from . import protect
-from .instances import Instance
-from .outcomes import Collector
-from .scorer import Grading, grade, no_verdict_reason
-from .workspace import base_env, import_roots
+from .processes import (
+    allow_runs,
+    isolation_prefix,
+    kill_all,
+    network_isolation,
+    pid_isolation,
+    run_process,
+)
+from .testrecord import (
+    OUTPUT_TAIL,
+    RunRecord,
+    parse_records,
+    read_bounded,
+    read_records,
+    read_tail,
+    record_key,
+    watching,
+)
+from .workspace import base_env, fresh, import_roots
 
-__all__ = ["RunRecord", "assess", "isolation_prefix", "network_isolation", "pid_isolation", "run_process", "run_tests"]
+__all__ = [
+    "RunRecord",
+    "SandboxFailure",
+    "allow_runs",
+    "build_in",
+    "build_in_container",
+    "confined",
+    "isolation_prefix",
+    "kill_all",
+    "network_isolation",
+    "pid_isolation",
+    "read_records",
+    "record_key",
+    "run_in_container",
+    "run_process",
+    "run_tests",
+    "selection",
+    "upper_changes",
+]
 
 RECORDER_MODULE: Final = "_objective_scoring_recorder"
-OUTPUT_TAIL: Final = 4000
 MAX_OUTPUT: Final = 64 << 20  # bytes of output a test run may write (pytest -q -rfE output is kilobytes)
-
-
-@dataclass
-class RunRecord:
-    """One pytest subprocess: what it printed, how it ended, what it recorded."""
-
-    command: list[str]
-    label: str = "candidate"
-    exit_code: int | None = None
-    timed_out: bool = False
-    wall_time: float = 0.0
-    cpu: float = 0.0
-    output_tail: str = ""
-    collector: Collector = field(default_factory=Collector)
-    collect_errors: list[tuple[str, str]] = field(default_factory=list)
-    session: dict[str, Any] | None = None
-    forged: str | None = None  # why the record cannot be the recorder's (code of the graded copy wrote to it)
-    signals: list[dict[str, str]] = field(default_factory=list)  # the audit hook's, in the order written
-    writes: list[str] = field(default_factory=list)  # protected files the run added, changed or removed
-    isolation: dict[str, Any] = field(default_factory=dict)
-    copy_path: str = ""
-    flooded: int | None = None  # bytes of output written when the run was killed for writing too much
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "label": self.label,
-            "command": self.command,
-            "exit_code": self.exit_code,
-            "pytest_exitstatus": None if self.session is None else self.session["exitstatus"],
-            "record_forged": self.forged,
-            "timed_out": self.timed_out,
-            "wall_time": round(self.wall_time, 3),
-            "cpu": round(self.cpu, 3),
-            "output_tail": self.output_tail,
-            "isolation": self.isolation,
-        }
-
-
-_NETWORK_PREFIX: list[str] | None = None
-
-
-_PID_PREFIX: list[str] | None = None
-
-
-def _probe(prefix: list[str]) -> bool:
-    try:
-        return subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
-
-
-def network_isolation() -> list[str]:
-    """The command prefix that runs a process without network, or [] where unavailable."""
-    global _NETWORK_PREFIX
-    if _NETWORK_PREFIX is None:
-        prefix = ["unshare", "--net"] if os.geteuid() == 0 else ["unshare", "--net", "--map-root-user"]
-        _NETWORK_PREFIX = prefix if _probe(prefix) else []
-    return _NETWORK_PREFIX
-
-
-def pid_isolation() -> list[str]:
-    """The prefix that runs a process as PID 1 of its own PID namespace, or [] where unavailable.
-
-    When PID 1 of a namespace dies the kernel kills every process in it: a test run
-    cannot leave a daemon behind, not even one that left the process group (``setsid``).
-    """
-    global _PID_PREFIX
-    if _PID_PREFIX is None:
-        prefix = ["unshare", "--pid", "--fork", "--mount-proc"]
-        if os.geteuid() != 0:
-            prefix.insert(1, "--map-root-user")
-        _PID_PREFIX = prefix if _probe(prefix) else []
-    return _PID_PREFIX
-
-
-def isolation_prefix(network: bool) -> list[str]:
-    """One ``unshare`` for every namespace this machine allows."""
-    pid = pid_isolation()
-    net = [] if network else network_isolation()
-    if pid and net:
-        return [*pid, "--net"]
-    return pid or net
-
-
-_LIVE_GROUPS: set[int] = set()
-_LIVE_LOCK = threading.Lock()
-_STOPPING = threading.Event()
-
-
-class Interrupted(BaseException):
-    """The grading was stopped from outside (an interrupted batch): not a result, never recorded."""
-
-
-def kill_all() -> int:
-    """Stop every grading of this process: kill the test process groups still running and refuse
-    to start new ones (a control run, a re-run) until :func:`allow_runs`. Returns how many were killed."""
-    with _LIVE_LOCK:
-        _STOPPING.set()
-        groups = list(_LIVE_GROUPS)
-    for group in groups:
-        _kill_group(group)
-    return len(groups)
-
-
-def allow_runs() -> None:
-    """Let test runs start again after :func:`kill_all`."""
-    _STOPPING.clear()
-
-
-def _kill_group(group: int) -> None:
-    try:
-        os.killpg(group, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def run_process(
-    command: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float, log: Path,
-    stdin_data: bytes = b"", pass_fds: Sequence[int] = (), max_output: int | None = None,
-    flood: dict[str, int] | None = None,
-) -> tuple[int | None, bool, float, float]:
-    """Run ``command`` in its own process group; kill the group at the timeout.
-
-    Returns ``(exit_code, timed_out, wall_seconds, cpu_seconds)``; CPU time is
-    the rusage of the child and every descendant it waited for. With ``max_output`` the output
-    reaches ``log`` through a pipe and a command that writes more is killed then and there:
-    ``flood["bytes"]`` says how much it wrote (the grader's disk never holds more than the limit).
-    """
-    started = time.perf_counter()
-    reader, writer = os.pipe()  # ``stdin_data`` (a key, say): written whole before the start, then end of file
-    try:
-        os.write(writer, stdin_data)
-    finally:
-        os.close(writer)
-    try:
-        with _LIVE_LOCK, open(log, "wb") as out:
-            if _STOPPING.is_set():
-                raise Interrupted("the grading was stopped")
-            proc = subprocess.Popen(
-                list(command),
-                cwd=cwd,
-                env=dict(env),
-                stdin=reader,
-                stdout=out if max_output is None else subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                pass_fds=tuple(pass_fds),
-            )
-            _LIVE_GROUPS.add(proc.pid)
-    finally:
-        os.close(reader)
-    copier = None
-    if max_output is not None:
-        copier = threading.Thread(target=_copy_capped, args=(proc, log, max_output, flood if flood is not None else {}),
-                                  daemon=True)  # fmt: skip
-        copier.start()
-    waited: dict[str, Any] = {}
-
-    def wait() -> None:
-        _, status, usage = os.wait4(proc.pid, 0)
-        waited["status"] = status
-        waited["cpu"] = usage.ru_utime + usage.ru_stime
-
-    waiter = threading.Thread(target=wait, daemon=True)
-    waiter.start()
-    try:
-        waiter.join(timeout)
-    except BaseException:  # Ctrl-C while waiting (the main thread): the test run must not outlive it
-        _kill_group(proc.pid)
-        deadline = time.monotonic() + 5  # the waiter reaps it (an interrupted join cannot be trusted to wait)
-        while "status" not in waited and time.monotonic() < deadline:
-            time.sleep(0.01)
-        if "status" in waited:
-            proc.returncode = os.waitstatus_to_exitcode(waited["status"])
-        with _LIVE_LOCK:
-            _LIVE_GROUPS.discard(proc.pid)
-        raise
-    timed_out = waiter.is_alive()
-    if timed_out:
-        _kill_group(proc.pid)
-        waiter.join()
-    _kill_group(proc.pid)  # anything the test run left behind in its group, even on success
-    if copier is not None:
-        copier.join(10)
-    with _LIVE_LOCK:
-        _LIVE_GROUPS.discard(proc.pid)
-    code = os.waitstatus_to_exitcode(waited["status"])
-    proc.returncode = code
-    return (None if timed_out else code), timed_out, time.perf_counter() - started, float(waited["cpu"])
-
-
-def _copy_capped(proc: subprocess.Popen[bytes], log: Path, limit: int, flood: dict[str, int]) -> None:
-    """Copy ``proc``'s output to ``log`` up to ``limit`` bytes; past it, kill its group and say so."""
-    assert proc.stdout is not None
-    written = 0
-    with open(log, "ab") as out:
-        while True:
-            chunk = os.read(proc.stdout.fileno(), 1 << 16)
-            if not chunk:
-                break
-            if written + len(chunk) > limit:
-                out.write(chunk[: max(0, limit - written)])
-                flood["bytes"] = written + len(chunk)
-                _kill_group(proc.pid)
-                break
-            out.write(chunk)
-            written += len(chunk)
-    proc.stdout.close()
+BUILD_TIMEOUT: Final = 900.0  # seconds the build command may take at most (less when the run's timeout is shorter)
 
 
 def _tool_source(name: str) -> str:
@@ -322,38 +148,6 @@ def stage_selection(tools: Path, select: Mapping[str, Any]) -> Path:
     path.write_text(json.dumps(dict(select), ensure_ascii=False), encoding="utf-8")
     return path
 
-
-@contextlib.contextmanager
-def watching(descriptor: int, progress: Callable[[int], None] | None, every: float = 2.0) -> Iterator[None]:
-    """While the body runs, call ``progress(tests finished)`` every ``every`` seconds, read from the
-    record as the recorder appends to it (one teardown report a test); for the eye only, never for
-    a verdict."""
-    if progress is None:
-        yield
-        return
-    stop = threading.Event()
-    seen = {"offset": 0, "tests": 0}
-
-    def poll() -> None:
-        while not stop.wait(every):
-            while True:
-                chunk = os.pread(descriptor, 1 << 20, seen["offset"])
-                if not chunk:
-                    break
-                seen["offset"] += len(chunk)
-                seen["tests"] += chunk.count(b'teardown"')
-            try:
-                progress(seen["tests"])
-            except Exception:  # noqa: BLE001 - a progress line must never break a grading
-                return
-
-    thread = threading.Thread(target=poll, name="objective-progress", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(timeout=5)
 
 
 def pytest_command(python: str, boot: str, rootdir: str, confcutdir: str, config: str | None,
@@ -687,165 +481,65 @@ def upper_changes(upper: Path, lower: Path, guarded: Sequence[str]) -> list[str]
     return sorted(changes)
 
 
-RECORD_LIMIT: Final = 256 * 1024 * 1024
+def build_in(
+    command: list[str], *, workspace: Path, copy: Path, python: str, network: bool, timeout: float,
+    hidden: Sequence[Path] = (),
+) -> tuple[int | None, bool, float, Path]:
+    """The instance's build command, in the sandbox, writing into the pristine ``copy`` (what it builds
+    is part of the state every test run starts from); nothing else is in its reach. Returns
+    ``(exit_code, timed_out, cpu_seconds, log)``; when the launcher says it could not build its
+    root, the next mode is tried, as for the test runs."""
+    from . import sandbox
 
-
-def fresh(path: Path) -> None:
-    """Remove whatever is at ``path`` (a file, a folder, a link, a FIFO), never following a link;
-    folders a run left unreadable (an overlay's work folder, a test's chmod 000) are opened first."""
-
-    def unlock(function: Any, name: str, _: Any) -> None:
-        parent = os.path.dirname(name)
-        for place in (parent, name):
-            if os.path.isdir(place) and not os.path.islink(place):
-                os.chmod(place, 0o700)
-        if os.path.isdir(name) and not os.path.islink(name):
-            shutil.rmtree(name, ignore_errors=True)
-        else:
-            try:
-                os.unlink(name)
-            except FileNotFoundError:
-                pass
-
+    place = workspace / "runs" / "build"
+    place.mkdir(parents=True, exist_ok=True)
+    home = workspace / "build-home"
+    home.mkdir(exist_ok=True)
+    log = workspace / "build.log"
+    workdir = str(workspace.parent)
+    mode, why = sandbox.probe(workdir)
+    launch, _, (reader, writer) = confined(
+        command, mode="none" if mode == "none" else "namespaces-copy", why=why, place=place, cwd=copy,
+        network=network, python=python, writable=[(home, home), (copy, copy)], hidden=hidden,
+    )  # fmt: skip
+    if mode == "none":
+        launch = [*isolation_prefix(network), *command]
     try:
-        if path.is_symlink() or not path.is_dir():
-            path.unlink(missing_ok=True)
-        else:
-            shutil.rmtree(path, onerror=unlock)
-    except FileNotFoundError:
-        pass
-
-
-def read_bounded(descriptor: int, limit: int = RECORD_LIMIT) -> str:
-    """What the test process wrote to the record, read through the grader's own descriptor."""
-    chunks, size, offset = [], 0, 0
-    while size < limit:
-        chunk = os.pread(descriptor, min(1 << 20, limit - size), offset)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-        offset += len(chunk)
-    return b"".join(chunks).decode("utf-8", "replace")
-
-
-def read_tail(path: Path, size: int) -> str:
-    """The last ``size`` characters of a log the test process could have replaced: a regular file
-    only (never a FIFO, a folder or a link), read without blocking."""
-    try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-    except OSError as exc:
-        return f"<the log could not be read: {exc}>"
-    try:
-        info = os.fstat(descriptor)
-        if not stat.S_ISREG(info.st_mode):
-            return "<the log was replaced by something that is not a file>"
-        start = max(0, info.st_size - size * 4)
-        return os.pread(descriptor, size * 4, start).decode("utf-8", "replace")[-size:]
+        code, timed_out, _, cpu = run_process(launch, cwd=copy if mode == "none" else Path("/"),
+                                              env={**base_env(), "HOME": str(home)},
+                                              timeout=min(timeout, BUILD_TIMEOUT), log=log,
+                                              pass_fds=(writer,) if writer >= 0 else ())  # fmt: skip
     finally:
-        os.close(descriptor)
+        if writer >= 0:
+            os.close(writer)
+    if reader >= 0:
+        ok, failure = sandbox.read_status(reader)
+        shutil.rmtree(place, ignore_errors=True)
+        if not ok:  # this machine cannot give the sandbox: the next mode, as for the test runs
+            sandbox.demote(workdir, mode, failure)
+            return build_in(command, workspace=workspace, copy=copy, python=python, network=network,
+                            timeout=timeout, hidden=hidden)  # fmt: skip
+    shutil.rmtree(place, ignore_errors=True)
+    return code, timed_out, cpu, log
 
 
-def record_key() -> str:
-    """A fresh key for one test run's record (the recorder signs every line with it)."""
-    import secrets
+def build_in_container(
+    command: list[str], *, engine: str, image: str, repo_dir: str, copy: Path, workspace: Path, network: bool,
+    timeout: float,
+) -> tuple[int | None, bool, float, Path]:
+    """The instance's build command in a container of ``image``, the pristine ``copy`` mounted
+    writable at ``repo_dir``: :func:`build_in`'s answer."""
+    from . import container
 
-    return secrets.token_hex(32)
-
-
-def read_records(record_file: Path, key: str) -> tuple[Collector, list[tuple[str, str]], dict[str, Any] | None]:
-    """:func:`parse_records` of a record file (a regular file only, read without blocking and
-    bounded: anything else is a forged record)."""
-    if not record_file.exists() and not record_file.is_symlink():
-        return Collector(), [], None
+    log = workspace / "build.log"
+    tools = workspace / "build-tools"
+    tools.mkdir(exist_ok=True)
+    name = f"objective-build-{os.getpid()}-{workspace.name[-8:]}"
+    launch = container.run_command(engine, image, command, name=name, copy=copy, repo_dir=repo_dir, tools=tools,
+                                   environ={}, network=network, record=None, preserve_fd=False)  # fmt: skip
     try:
-        descriptor = os.open(record_file, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-    except OSError as exc:
-        return Collector(), [], {"forged": f"the record file cannot be read as a file ({exc.strerror})"}
-    try:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            return Collector(), [], {"forged": "the record file was replaced by something that is not a file"}
-        text = read_bounded(descriptor)
+        code, timed_out, _, cpu = run_process(launch, cwd=workspace, env=base_env(),
+                                              timeout=min(timeout, BUILD_TIMEOUT), log=log)  # fmt: skip
     finally:
-        os.close(descriptor)
-    return parse_records(text, key)
-
-
-def parse_records(text: str, key: str, signals: list[dict[str, str]] | None = None,
-                  ) -> tuple[Collector, list[tuple[str, str]], dict[str, Any] | None]:
-    """What the recorder wrote: every test's phase facts, the collection errors, and the session
-    (its last word). Every line must carry the recorder's signature under ``key`` and the next
-    sequence number, and nothing may follow the session; else the session is ``{"forged": why}``:
-    code of the graded copy wrote to the record (only a last line cut short by a kill is forgiven)."""
-    collector = Collector()
-    errors: list[tuple[str, str]] = []
-    session = None
-    lines = text.split("\n")
-    expected = 0
-    for number, line in enumerate(lines):
-        if not line.strip():
-            continue
-        if session is not None:
-            return collector, errors, {"forged": f"record line {number + 1} was written after the session ended"}
-        mac, _, body = line.partition(" ")
-        good = hmac.new(key.encode("ascii"), body.encode("utf-8"), hashlib.sha256).hexdigest()
-        try:
-            item = json.loads(body)
-        except json.JSONDecodeError:
-            item = None
-        if item is None or not isinstance(item, dict) or not hmac.compare_digest(mac.encode(), good.encode()):
-            if number == len(lines) - 1 and not text.endswith("\n"):
-                break  # a line cut short by a kill
-            return collector, errors, {"forged": f"record line {number + 1} does not carry the recorder's signature"}
-        if item.pop("seq", None) != expected:
-            return collector, errors, {"forged": f"record line {number + 1} is out of sequence (replayed or removed lines)"}
-        expected += 1
-        kind = item.pop("type", None)
-        if kind == "test":
-            collector.add(item)
-        elif kind == "collect_error":
-            errors.append((item["nodeid"], item["message"]))
-        elif kind == "session":
-            session = item
-        elif kind == "signal" and signals is not None:
-            signals.append({"kind": str(item.get("kind")), "detail": str(item.get("detail"))})
-    return collector, errors, session
-
-
-def assess(run: RunRecord, instance: Instance, compat: str, copy: Path, timeout: float) -> tuple[Grading, str | None, str]:
-    """Grade a run and say why it is no verdict, with the failure class it would be."""
-    records = run.collector.records
-    grading = grade(instance, records, compat)
-    if run.timed_out:
-        return grading, f"the test run timed out after {timeout:g}s", "verifier"
-    if run.flooded is not None:
-        return grading, (f"the test run wrote more output than the limit allows ({run.flooded} bytes and more; "
-                         "--max-output): it was stopped"), "verifier"  # fmt: skip
-    if run.forged is not None:
-        return grading, (f"the record of the test run was written by something other than the recorder "
-                         f"({run.forged}): code of the graded copy tampered with its verdict"), "verifier"  # fmt: skip
-    if run.session is None:
-        if "No module named pytest" in run.output_tail or "No module named 'pytest'" in run.output_tail:
-            return grading, f"pytest is not installed for {run.command[0]}", "setup"
-        return grading, f"the test run died before its session finished (exit code {run.exit_code})", "verifier"
-    root = Path(run.copy_path).resolve() if run.copy_path else copy.resolve()
-    stale = {
-        name: origin
-        for name, origin in (run.session.get("module_origins") or {}).items()
-        if origin and not Path(origin).is_relative_to(root)
-    }
-    stale.update(run.session.get("foreign_modules") or {})
-    if stale:
-        name, origin = next(iter(stale.items()))
-        return grading, (
-            f"the tests imported {name} from {origin}, not from the graded copy: another copy of the "
-            "project (an editable install of the original checkout?) shadows it on that interpreter's path"
-        ), "setup"
-    reason = no_verdict_reason(
-        exitstatus=run.session["exitstatus"],
-        collect_errors=run.collect_errors,
-        stopped_early=bool(run.session.get("shouldfail") or run.session.get("shouldstop")),
-        grading=grading,
-        records=records,
-    )
-    return grading, reason, "verifier"
+        container.remove(engine, name)
+    return code, timed_out, cpu, log

@@ -1,7 +1,10 @@
-"""The private workspace a candidate is graded in: copy, apply, protect, reset.
+"""The private workspace a candidate is graded in: its folder's life, the copy, apply, protect, reset.
 
-Everything here shells out to ``git`` (and GNU ``patch`` as the last apply
-strategy) inside the copy; the user's repository is only ever read.
+A workspace is a folder under the temporary folder owned by its grading (a lock on its owner
+file, :mod:`.liveness`) and swept by a later grading once that lock is free (:func:`sweep_workspaces`).
+Everything done to the copy shells out to ``git`` (and GNU ``patch`` as the last apply strategy)
+inside it; the user's repository is only ever read. Which changes are protected is
+:mod:`.protect`'s to say; this module applies and undoes them.
 """
 
 from __future__ import annotations
@@ -15,19 +18,26 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any, Final, Mapping, Sequence
 
-from . import protect
+from . import liveness, protect
 
 __all__ = [
     "APPLY_STRATEGIES",
+    "OWNER_FILE",
+    "WORKSPACE_PREFIX",
     "BadInput",
     "InfraFailure",
+    "Workspace",
     "apply_candidate",
     "apply_test_patch",
     "changed_files",
+    "existed_at",
+    "fresh",
     "import_roots",
     "prepare_copy",
     "reset",
     "restore_files",
+    "roots_below",
+    "sweep_workspaces",
 ]
 
 APPLY_STRATEGIES: Final = (
@@ -49,6 +59,9 @@ GIT_ENV: Final = {"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "GIT_N
 OUTPUT_KEPT: Final = 1000  # characters of an apply strategy's output kept in the envelope
 _OUTPUT_READ: Final = 1 << 16  # bytes read from the end of a long output
 NOT_SOURCE_DIRS: Final = frozenset({"tests", "test", "testing", "docs", "doc", "examples", "benchmarks", "build", "dist"})
+WORKSPACE_PREFIX: Final = "objective-score-"
+OWNER_FILE: Final = ".owner"
+_SWEPT: set[str] = set()
 
 
 class BadInput(ValueError):
@@ -61,6 +74,72 @@ class InfraFailure(RuntimeError):
     def __init__(self, failure_class: str, detail: str) -> None:
         self.failure_class = failure_class
         super().__init__(detail)
+
+
+def fresh(path: Path) -> None:
+    """Remove whatever is at ``path`` (a file, a folder, a link, a FIFO), never following a link;
+    folders a run left unreadable (an overlay's work folder, a test's chmod 000) are opened first."""
+
+    def unlock(function: Any, name: str, _: Any) -> None:
+        parent = os.path.dirname(name)
+        for place in (parent, name):
+            if os.path.isdir(place) and not os.path.islink(place):
+                os.chmod(place, 0o700)
+        if os.path.isdir(name) and not os.path.islink(name):
+            shutil.rmtree(name, ignore_errors=True)
+        else:
+            try:
+                os.unlink(name)
+            except FileNotFoundError:
+                pass
+
+    try:
+        if path.is_symlink() or not path.is_dir():
+            path.unlink(missing_ok=True)
+        else:
+            shutil.rmtree(path, onerror=unlock)
+    except FileNotFoundError:
+        pass
+
+
+class Workspace:
+    """One grading's folder (``/tmp/objective-score-*/``), owned by the grading while it lives."""
+
+    def __init__(self, workdir: Path | None) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix=WORKSPACE_PREFIX, dir=workdir))
+        self.owner = liveness.hold(self.path / OWNER_FILE)  # a killed grading's workspace is swept by the next
+
+    def close(self, keep: bool) -> None:
+        """Remove the workspace, or keep it (``--keep``) without its owner file, so that no later
+        sweep takes it."""
+        if keep:
+            liveness.release(self.owner, self.path / OWNER_FILE)
+        else:
+            fresh(self.path)
+            liveness.release(self.owner)
+
+
+def sweep_workspaces(folder: str | Path | None = None) -> list[Path]:
+    """Remove the workspaces that gradings killed outright (SIGKILL, a power cut) left in ``folder``
+    (the temporary folder by default), once per process and folder; returns what was removed.
+
+    A workspace is removed only when its owner file's lock is free (:mod:`.liveness`): its grading
+    is proven over. A workspace with no owner file (kept with ``--keep``, or made by an older
+    version) is never touched."""
+    base = Path(folder) if folder is not None else Path(tempfile.gettempdir())
+    if str(base) in _SWEPT:
+        return []
+    _SWEPT.add(str(base))
+    removed = []
+    try:
+        candidates = sorted(base.glob(WORKSPACE_PREFIX + "*"))
+    except OSError:
+        return []
+    for workspace in candidates:
+        if liveness.probe(workspace / OWNER_FILE) == liveness.DEAD:
+            fresh(workspace)
+            removed.append(workspace)
+    return removed
 
 
 def base_env() -> dict[str, str]:
@@ -224,10 +303,10 @@ def revert_protected(
     """
     changes = protect.snapshot_changes(before, protect.snapshot(copy, guarded))
     reasons = {change.split(" ", 1)[1]: protect.snapshot_change_reason(change, guarded) for change in changes}
-    roots = [os.path.relpath(r, copy) for r in import_roots(copy)[0] if os.path.relpath(r, copy) != "."]
+    roots = roots_below(copy)
 
     def existed(path: str) -> bool:
-        return git(copy, "cat-file", "-e", f"{baseline}:{path}", check=False).returncode == 0
+        return existed_at(copy, baseline, path)
 
     # git's own view of every path written: test data below tests/ (which the snapshot leaves
     # to the tests themselves) and files written through a symlink show up here too
@@ -270,6 +349,16 @@ def _inside(target: Path, copy: Path, guarded: Sequence[str]) -> bool:
     return protect.protected_reason(rel, guarded) is None and not any(
         part in ("tests",) for part in rel.split("/")
     )
+
+
+def existed_at(copy: Path, baseline: str, path: str) -> bool:
+    """Whether ``path`` (a file or a folder) exists at the copy's baseline commit."""
+    return git(copy, "cat-file", "-e", f"{baseline}:{path}", check=False).returncode == 0
+
+
+def roots_below(copy: Path) -> list[str]:
+    """The copy's import roots below its top, repository-relative (``lib/`` in ``lib/pkg/``)."""
+    return [os.path.relpath(r, copy) for r in import_roots(copy)[0] if os.path.relpath(r, copy) != "."]
 
 
 def base_text(copy: Path, baseline: str, path: str) -> str | None:

@@ -1,0 +1,123 @@
+"""One grading's context: what every stage of the pipeline (:mod:`.runner`) reads and writes.
+
+:func:`check_request` turns a :class:`~.runner.GradeRequest` into a :class:`Task` (the interpreter
+resolved, the container engine and image found, the test ids and the test patch read) or refuses it
+with :class:`~.workspace.BadInput` (exit status 2) before anything is copied. The :class:`Journal`
+is what the stages did, as the envelope will say it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from . import envelope as env
+from . import protect
+from .instances import Instance
+from .processes import network_isolation, pid_isolation
+from .testrecord import RunRecord
+from .workspace import BadInput
+
+if TYPE_CHECKING:
+    from .runner import GradeRequest
+
+__all__ = ["Journal", "Task", "check_request", "check_test_ids", "resolve_python"]
+
+
+@dataclass(frozen=True)
+class Task:
+    """The request checked (:func:`check_request`): what every stage reads."""
+
+    request: GradeRequest
+    python: str  # an absolute path here, or the image's interpreter in container mode
+    engine: str  # container mode: the engine found for ``request.engine``; "" otherwise
+    test_patch: str | None  # ``request.test_patch``, else the instance's
+    test_patch_files: list[str]
+    guarded: list[str]  # the test patch's files and the listed tests' files: the judge
+    patch_ref: str
+
+    @property
+    def instance(self) -> Instance:
+        return self.request.instance
+
+
+def check_request(request: GradeRequest) -> Task:
+    """What every stage needs, or :class:`BadInput` (exit status 2) when the request cannot be graded."""
+    instance = request.instance
+    engine = None
+    if request.image is not None:
+        from . import container
+
+        try:
+            engine = container.detect_engine(request.engine)
+        except container.ContainerError as exc:
+            raise BadInput(f"--engine: {exc}") from None
+        if not container.image_exists(engine, request.image):
+            raise BadInput(f"--image {request.image}: no such image for {engine} (nothing is pulled: build or load it first)")
+        python = request.python  # a path inside the image
+    elif request.repo is None or not request.repo.is_dir():
+        raise BadInput(f"--repo {request.repo}: not a directory")
+    else:
+        python = resolve_python(request.python)
+    check_test_ids(instance)
+    test_patch = request.test_patch if request.test_patch is not None else instance.test_patch
+    try:
+        test_patch_files = protect.patch_files(test_patch) if test_patch else []
+    except protect.PatchParseError as exc:
+        raise BadInput(f"the test patch cannot be parsed: {exc}") from None
+    return Task(request=request, python=python, engine=engine or "", test_patch=test_patch,
+                test_patch_files=test_patch_files, guarded=[*test_patch_files, *instance.test_files()],
+                patch_ref=request.patch_ref or env.patch_ref_of(request.patch))  # fmt: skip
+
+
+def resolve_python(python: str) -> str:
+    """An absolute interpreter path: a bare name is looked up on PATH, a relative path is made absolute."""
+    found = shutil.which(python) if os.sep not in python else None
+    path = os.path.abspath(found or python)
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise BadInput(f"--python {python}: no such executable interpreter")
+    return path
+
+
+def check_test_ids(instance: Instance) -> None:
+    """The runner runs pytest: every listed id must name a pytest test file."""
+    for test_id in (*instance.fail_to_pass, *instance.pass_to_pass):
+        path = test_id.split("::", 1)[0]
+        if not path.endswith(".py"):
+            raise BadInput(
+                f"{instance.source}: test id {test_id!r} is not a pytest node id (path/to/test_file.py::test_name); "
+                "this runner grades pytest suites"
+            )
+
+
+class Journal:
+    """What the stages did, as the envelope says it: the ``runner`` section (each stage adds its
+    part, in the order the envelope shows them), the steps and their seconds, every run of the
+    candidate's code (for the cost) and the integrity flags."""
+
+    def __init__(self, task: Task) -> None:
+        request = task.request
+        self.started = time.perf_counter()
+        self.mark = self.started
+        self.steps: list[dict[str, Any]] = []
+        self.runs: list[RunRecord] = []
+        self.integrity: list[dict[str, str]] = []
+        self.runner: dict[str, Any] = {
+            "repo": str(request.repo) if request.repo is not None else f"{request.image}:{request.repo_dir}",
+            "base_commit": task.instance.base_commit,
+            "python": task.python,
+            "timeout": request.timeout,
+            "network": "allowed" if request.network else ("unshared" if network_isolation() else "not isolated: unshare unavailable"),
+            "processes": "own PID namespace" if pid_isolation() else "process group only: unshare --pid unavailable",
+            "test_patch": {"source": "file" if request.test_patch is not None else ("instance" if task.test_patch else None),
+                           "files": task.test_patch_files},
+            "scope": "listed tests only (--select)" if request.select else "every test of the listed tests' files",
+        }  # fmt: skip
+
+    def step(self, name: str) -> None:
+        now = time.perf_counter()
+        self.steps.append({"name": name, "seconds": round(now - self.mark, 4)})
+        self.mark = now
