@@ -37,7 +37,7 @@ sys.path.insert(0, sys.argv[3])
 from pathlib import Path
 from pytest_objective_scoring.instances import load_instance
 from pytest_objective_scoring.runner import GradeRequest, grade_candidate
-from pytest_objective_scoring.cli import _read_patch
+from pytest_objective_scoring.commands.grade import _read_patch
 
 ME, OWN = os.getpid(), open("/proc/self/cmdline", "rb").read()
 peaks, kinds, done = {}, {}, threading.Event()

@@ -1,3 +1,5 @@
+"""``python -m pytest_objective_scoring``: the ``objective-score`` command line (:func:`.cli.main`)."""
+
 import sys
 
 from .cli import main

@@ -21,7 +21,7 @@ def _plots(output: Mapping[str, Any]) -> dict[str, bytes]:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        from .cli import CommandError
+        from .errors import CommandError
 
         raise CommandError("ab report draws its plots with matplotlib: pip install 'pytest-objective-scoring[stats]'") from None
     record, details = output["record"], output["details"]

@@ -293,7 +293,7 @@ def test_a_resumed_run_in_another_environment_is_refused_and_parity_is_judged_pe
     from types import SimpleNamespace
 
     from pytest_objective_scoring.commands.ab import _check_resumed_environment, environment_parity
-    from pytest_objective_scoring.cli import CommandError as CommandErrorType
+    from pytest_objective_scoring.errors import CommandError as CommandErrorType
 
     job = SimpleNamespace(key="k1", python="/env/bin/python", instance=SimpleNamespace(instance_id="t-1"),
                           prediction=SimpleNamespace(model="ab:x/baseline/seed1"))  # fmt: skip
@@ -514,7 +514,8 @@ def test_a_set_holding_copies_of_one_problem_is_refused_before_anything_is_grade
 def test_a_run_stops_waiting_for_another_runs_claims_after_max_wait(tmp_path):
     from pytest_objective_scoring import batch
     from pytest_objective_scoring.claims import Claims
-    from pytest_objective_scoring.cli import CommandError, grade_jobs
+    from pytest_objective_scoring.errors import CommandError
+    from pytest_objective_scoring.jobs import grade_jobs
     from pytest_objective_scoring.instances import load_instances
     from pytest_objective_scoring.ledger import Ledger
 

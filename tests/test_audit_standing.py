@@ -135,7 +135,7 @@ def test_audit_run_targets_one_instance_a_dataset_or_a_benchmark_set(tmp_path):
     import argparse
 
     from pytest_objective_scoring.commands.audit import _targets
-    from pytest_objective_scoring.cli import CommandError
+    from pytest_objective_scoring.errors import CommandError
 
     ledger = tmp_path / "l.sqlite"
     made = run_cli("sets", "create", "reg", "--role", "regression", "--dataset", str(DATASET), "--instance-id",

@@ -658,8 +658,8 @@ def test_the_built_wheel_carries_the_demo_and_it_runs_from_any_folder(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()  # no fixtures/ here, and not the source tree: the installed package's own demo data
     code = ("import sys, json; sys.path.insert(0, sys.argv[1]); import pytest_objective_scoring as p; "
-            "assert p.__file__.startswith(sys.argv[1]), p.__file__; from pytest_objective_scoring import cli; "
-            "found = cli.find_fixtures(None); print(json.dumps([str(found), [c[:2] for c in cli.demo_cases(found)]]))")  # fmt: skip
+            "assert p.__file__.startswith(sys.argv[1]), p.__file__; from pytest_objective_scoring.commands import demo; "
+            "found = demo.find_fixtures(None); print(json.dumps([str(found), [c[:2] for c in demo.demo_cases(found)]]))")  # fmt: skip
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "site")], cwd=elsewhere, capture_output=True,
                           text=True, timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]

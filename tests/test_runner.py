@@ -819,7 +819,7 @@ def test_a_candidate_over_the_size_limit_is_refused_unread(tmp_path):
 def test_the_command_line_reads_no_more_of_a_candidate_than_the_limit(tmp_path):
     import json
 
-    from pytest_objective_scoring.cli import _read_patch
+    from pytest_objective_scoring.commands.grade import _read_patch
 
     from .runner_helpers import run_cli
 

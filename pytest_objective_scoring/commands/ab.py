@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .. import ab
+from .shared import environments_of, probe_environments
 
 DEFAULT_LEDGER = Path(".objective-scoring") / "ledger.sqlite"
 
@@ -34,7 +35,7 @@ on every seed. The comparison burns the tasks it used.
 
 
 def _error(message: str) -> Exception:
-    from ..cli import CommandError
+    from ..errors import CommandError
 
     return CommandError(message)
 
@@ -363,7 +364,7 @@ def check_pinned_predictions(pinned: dict[str, Any], arm: str, path: Path, finge
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .. import batch
-    from ..cli import environments_of, grade_jobs, probe_environments
+    from ..jobs import grade_jobs
     from ..instances import InstanceError, load_instances
     from ..ledger import Ledger
     from ..ab_claims import problem_identity

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .shared import environments_of, probe_environments
+
 DEFAULT_LEDGER = Path(".objective-scoring") / "ledger.sqlite"
 
 AUDIT_EPILOG = """\
@@ -33,7 +35,7 @@ overdue, is quarantined; on a task found invalid, invalid (docs/audit.md).
 
 
 def _error(message: str) -> Exception:
-    from ..cli import CommandError
+    from ..errors import CommandError
 
     return CommandError(message)
 
@@ -144,7 +146,6 @@ def _grade_in(image: str, engine: str = "auto") -> Any:
 def cmd_audit_run(args: argparse.Namespace) -> int:
     from ..audit import run_audit
     from ..audit_ledger import record_audit
-    from ..cli import environments_of, probe_environments
     from ..integrity import interpreter_digest
     from ..ledger import Ledger
     from ..runner import BadInput, grade_candidate

@@ -44,7 +44,7 @@ this machine cannot give it. See docs/harbor.md.
 
 
 def _error(message: str) -> Exception:
-    from ..cli import CommandError
+    from ..errors import CommandError
 
     return CommandError(message)
 

@@ -583,7 +583,7 @@ def _digest(path: Path) -> str:
 
 def cmd_grade_samples(args: argparse.Namespace) -> int:
     from .. import __version__
-    from ..cli import CommandError
+    from ..errors import CommandError
     from ..envelope import utc_now_iso
     from ..testrun import network_isolation, pid_isolation
 

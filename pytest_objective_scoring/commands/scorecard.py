@@ -1,0 +1,182 @@
+"""``objective-score scorecard RUN`` and ``scorecard diff RUN_A RUN_B``: a run's hierarchical
+scorecard (component metrics, end to end, economics) read from the ledger, the means of several
+runs of one benchmark, or two sets of runs compared stage by stage. Thin: the metrics and the
+diff are :mod:`..scorecard`'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..errors import CommandError
+from ..ledger import DEFAULT_LEDGER
+from .shared import existing_ledger
+
+__all__ = ["cmd_scorecard", "register", "select_scorecards"]
+
+SCORECARD_EPILOG = """\
+RUN selects graded runs in the ledger:
+  12            the run whose score entry is seq 12 (see objective-score ledger show)
+  12,15,18      those runs            12-20   the runs with score seq 12 to 20
+  harness:NAME  every run of that harness (the latest per instance and patch)
+  last          the latest run
+
+objective-score scorecard RUN shows one run's three planes (component metrics, end to
+end, economics); with several runs, their means. objective-score scorecard diff A B
+compares two sets stage by stage and names the stage that moved, e.g.
+  localization.file_recall 51% → 62%; end_to_end.resolved flat: the gain is held by a
+  later stage (patching.apply 40% → 41%)
+Booleans are shown as the share of runs where they hold; a metric that could not be
+computed for a run (no gold patch, no retrieval order, no re-runs) is left out of its mean.
+"""
+
+
+def _scorecard_entries(path: Path) -> list[dict[str, Any]]:
+    from ..ledger import Ledger
+
+    with Ledger(path, read_only=True) as ledger:
+        return [{"seq": e.seq, **e.data} for e in ledger.entries("scorecard")]
+
+
+def select_scorecards(entries: Sequence[dict[str, Any]], selector: str) -> list[dict[str, Any]]:
+    """The scorecard entries a RUN selector names (see SCORECARD_EPILOG)."""
+    if not entries:
+        raise CommandError("the ledger holds no scorecard (grade a candidate with objective-score grade first)")
+    by_score = {e["score_seq"]: e for e in entries}
+    if selector == "last":
+        return [entries[-1]]
+    if selector.startswith("harness:"):
+        name = selector.split(":", 1)[1]
+        latest = {(e["instance_id"], e["patch_ref"]): e for e in entries if e.get("harness") == name}
+        if not latest:
+            known = sorted({str(e.get("harness")) for e in entries})
+            raise CommandError(f"RUN {selector}: no scorecard of harness {name!r} (harnesses: {', '.join(known)})")
+        return sorted(latest.values(), key=lambda e: e["seq"])
+    try:
+        if "-" in selector:
+            low, high = (int(part) for part in selector.split("-", 1))
+            seqs = [s for s in sorted(by_score) if low <= s <= high]
+        else:
+            seqs = [int(part) for part in selector.split(",")]
+    except ValueError:
+        raise CommandError(f"RUN {selector!r}: expected a score seq (12), a list (12,15), a range (12-20), "
+                           "harness:NAME or last") from None  # fmt: skip
+    missing = [s for s in seqs if s not in by_score]
+    if missing or not seqs:
+        raise CommandError(f"RUN {selector}: no scorecard for score entry {missing[0] if missing else selector} "
+                           f"(runs with scorecards: {_few_seqs(sorted(by_score))})")  # fmt: skip
+    return [by_score[s] for s in seqs]
+
+
+def _one_benchmark(entries: Sequence[dict[str, Any]], command: str) -> None:
+    """Means are taken within one benchmark only: a rate on one instrument is not a rate on another."""
+    named = sorted({str(e.get("benchmark") or "(unlabelled)") for e in entries})
+    if len(named) > 1:
+        raise CommandError(f"{command}: the runs belong to benchmarks {', '.join(named)}; scores of different "
+                           "benchmarks (an unlabelled run counts as its own) are never averaged or compared as one "
+                           "number: select runs of one benchmark, and label runs with --benchmark")  # fmt: skip
+    spaces = sorted({str(e.get("metric_space") or "binary_resolved") for e in entries})
+    if len(spaces) > 1:
+        raise CommandError(f"{command}: the runs are in metric spaces {', '.join(spaces)}: never averaged together")
+
+
+def _few_seqs(seqs: Sequence[int]) -> str:
+    return ", ".join(map(str, seqs[:12])) + (", ..." if len(seqs) > 12 else "")
+
+
+def cmd_scorecard(args: argparse.Namespace) -> int:
+    from .. import scorecard as sc
+
+    words = list(args.runs)
+    path = existing_ledger(args)
+    entries = _scorecard_entries(path)
+    if words[0] == "diff":
+        if len(words) != 3:
+            raise CommandError("usage: objective-score scorecard diff RUN_A RUN_B")
+        a, b = select_scorecards(entries, words[1]), select_scorecards(entries, words[2])
+        _one_benchmark([*a, *b], "scorecard diff")
+        try:
+            result = sc.diff([e["scorecard"] for e in a], [e["scorecard"] for e in b])
+        except sc.ScorecardError as exc:  # nothing to pair: bad input, one line
+            raise CommandError(str(exc)) from None
+        result["selectors"] = {"a": words[1], "b": words[2]}
+        if args.json:
+            print(json.dumps(result, indent=2, ensure_ascii=False))
+        else:
+            _scorecard_diff_table(result)
+        return 0
+    if len(words) != 1:
+        raise CommandError("usage: objective-score scorecard RUN  (or: scorecard diff RUN_A RUN_B)")
+    chosen = select_scorecards(entries, words[0])
+    if len(chosen) > 1:
+        _one_benchmark(chosen, "scorecard")
+    if args.json:
+        if len(chosen) == 1:
+            print(json.dumps({"seq": chosen[0]["seq"], "score_seq": chosen[0]["score_seq"],
+                              "failure_class": chosen[0].get("failure_class"), "scorecard": chosen[0]["scorecard"],
+                              "details": chosen[0].get("details")}, indent=2, ensure_ascii=False))  # fmt: skip
+        else:
+            print(json.dumps({"runs": [e["score_seq"] for e in chosen],
+                              "means": sc.means([e["scorecard"] for e in chosen])}, indent=2))  # fmt: skip
+        return 0
+    _scorecard_table(chosen, sc.means([e["scorecard"] for e in chosen]))
+    return 0
+
+
+def _scorecard_table(chosen: Sequence[dict[str, Any]], means: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..scorecard import METRICS, show_value
+
+    single = len(chosen) == 1
+    title = (f"scorecard {chosen[0]['scorecard']['run_id']} of {chosen[0]['instance_id']} (score seq {chosen[0]['score_seq']}, "
+             f"harness {chosen[0].get('harness') or '-'}, failure class {chosen[0].get('failure_class')})"
+             if single else f"mean scorecard of {len(chosen)} runs")  # fmt: skip
+    table = Table(title=title)
+    for column in ("plane", "stage", "metric", "value"):
+        table.add_column(column)
+    for metric, _ in METRICS:
+        stage, name = metric.split(".")
+        plane = "end to end" if stage == "end_to_end" else "component metrics"
+        value = chosen[0]["scorecard"]["end_to_end"]["resolved"] if single and metric == "end_to_end.resolved" else show_value(metric, means[metric])
+        table.add_row(plane, "" if stage == "end_to_end" else stage, name, value)
+    for field in ("tokens", "calls", "cpu", "wall_time", "dollars"):
+        table.add_row("economics", "", field, show_value(f"economics.{field}", means[f"economics.{field}"]))
+    console = Console() if Console().is_terminal else Console(width=140)
+    console.print(table)
+
+
+def _scorecard_diff_table(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..scorecard import show_value
+
+    table = Table(title=f"scorecard diff: A = {result['selectors']['a']} ({result['runs']['a']} runs), "
+                        f"B = {result['selectors']['b']} ({result['runs']['b']} runs)")  # fmt: skip
+    for column in ("metric", "A", "B", "change"):
+        table.add_column(column)
+    for row in result["metrics"]:
+        style = {"better": "green", "worse": "red"}.get(row["change"], "")
+        change = f"[{style}]{row['change']}[/{style}]" if style else row["change"]
+        table.add_row(row["metric"], show_value(row["metric"], row["a"]), show_value(row["metric"], row["b"]), change)
+    for row in result["economics"]:
+        table.add_row(row["metric"], show_value(row["metric"], row["a"]), show_value(row["metric"], row["b"]), "")
+    console = Console() if Console().is_terminal else Console(width=140)
+    console.print(table)
+    console.print(result["attribution"])
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``scorecard`` to the ``objective-score`` parser."""
+    card = sub.add_parser("scorecard", help="Show a run's hierarchical scorecard, or diff two sets of runs stage by stage",
+                          description="objective-score scorecard RUN | objective-score scorecard diff RUN_A RUN_B",
+                          epilog=SCORECARD_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    card.add_argument("runs", nargs="+", metavar="RUN", help="RUN, or: diff RUN_A RUN_B")
+    card.add_argument("--ledger", metavar="PATH", default=None, help=f"The ledger (default: {DEFAULT_LEDGER})")
+    card.add_argument("--json", action="store_true", help="Print the record(s) or the diff as JSON")
+    card.set_defaults(handler=cmd_scorecard)
