@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .. import ab
+from ..errors import CommandError
+from ..ledger import DEFAULT_LEDGER
 from .shared import environments_of, probe_environments
-
-DEFAULT_LEDGER = Path(".objective-scoring") / "ledger.sqlite"
 
 AB_EPILOG = """\
 A walk-through is in docs/ab.md. In short:
@@ -34,9 +34,7 @@ on every seed. The comparison burns the tasks it used.
 """
 
 
-def _error(message: str) -> Exception:
-    from ..errors import CommandError
-
+def _error(message: str) -> CommandError:
     return CommandError(message)
 
 

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..errors import CommandError
+from ..ledger import DEFAULT_LEDGER
 from .shared import environments_of, probe_environments
-
-DEFAULT_LEDGER = Path(".objective-scoring") / "ledger.sqlite"
 
 AUDIT_EPILOG = """\
 objective-score audit run grades, for each task: the empty patch (it must not resolve),
@@ -34,9 +34,7 @@ overdue, is quarantined; on a task found invalid, invalid (docs/audit.md).
 """
 
 
-def _error(message: str) -> Exception:
-    from ..errors import CommandError
-
+def _error(message: str) -> CommandError:
     return CommandError(message)
 
 

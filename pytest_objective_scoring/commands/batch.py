@@ -1,7 +1,7 @@
 """``objective-score grade-batch``: a SWE-bench predictions file graded against a dataset, in
 parallel or on a Dask cluster, each result recorded in the ledger as it arrives, SWE-bench's log
-tree and run reports written. Thin: the jobs are planned by :mod:`..batch` and graded by
-:func:`..jobs.grade_jobs`.
+tree and run reports written. Thin: the jobs are planned by :mod:`pytest_objective_scoring.batch`
+and graded by :func:`pytest_objective_scoring.jobs.grade_jobs`.
 """
 
 from __future__ import annotations

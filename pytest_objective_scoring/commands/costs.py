@@ -1,6 +1,6 @@
 """``objective-score costs``: resolve rate against cost per harness, read from the ledger's score
 and cost entries, ranked within each benchmark by cost-resolve Pareto layer. Thin: the arithmetic
-is :mod:`..cost_ledger`'s.
+is :mod:`pytest_objective_scoring.cost_ledger`'s.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """``objective-score grade``: one candidate patch graded in an isolated copy of a repository
 (or in a container image), or from outcomes recorded elsewhere (``--from-report``); the verdict
 settled against the task's audit, written (``--out``, ``--receipt``), appended to the ledger and
-printed. Thin: the grading is :mod:`..runner`'s, a report's reading :mod:`..reports`' and
-:mod:`..foreign`'s.
+printed. Thin: the grading is :mod:`pytest_objective_scoring.runner`'s, a report's reading
+:mod:`pytest_objective_scoring.reports`' and :mod:`pytest_objective_scoring.foreign`'s.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..errors import CommandError
+
 HARBOR_EPILOG = """\
 examples:
   objective-score harbor check fixtures/harbor/fix-csv-total
@@ -43,9 +45,7 @@ this machine cannot give it. See docs/harbor.md.
 """
 
 
-def _error(message: str) -> Exception:
-    from ..errors import CommandError
-
+def _error(message: str) -> CommandError:
     return CommandError(message)
 
 

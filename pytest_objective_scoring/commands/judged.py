@@ -1,6 +1,6 @@
 """``objective-score import-judged``: a model judge's scores appended to the ledger as
 ``judged_score`` entries, labelled judge-based and never admissible. Thin: reading and labelling
-the rows, and the rule that nothing decides on them, are :mod:`..judged`'s.
+the rows, and the rule that nothing decides on them, are :mod:`pytest_objective_scoring.judged`'s.
 """
 
 from __future__ import annotations

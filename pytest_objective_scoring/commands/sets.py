@@ -8,7 +8,6 @@ Every refusal is a :class:`~.sets.SetError`, which ``objective-score`` prints as
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import difflib
 import json
 from collections.abc import Sequence

@@ -108,7 +108,7 @@ def compute_rate(args: argparse.Namespace) -> float:
 
 
 def existing_ledger(args: argparse.Namespace) -> Path:
-    """``--ledger`` (default :data:`~..ledger.DEFAULT_LEDGER`), which must exist: the commands
+    """``--ledger`` (default :data:`~pytest_objective_scoring.ledger.DEFAULT_LEDGER`), which must exist: the commands
     that only read a ledger never create one."""
     path = Path(args.ledger) if args.ledger else DEFAULT_LEDGER
     if not path.exists():
