@@ -4,10 +4,16 @@ HumanEval and EvoEval (``prompt`` + ``test`` defining ``check(candidate)`` + ``e
 MBPP (``test_list`` of assert statements), BigCodeBench (``test``: a ``unittest`` module) and
 LiveCodeBench (stdin programs checked against ``input``/``output`` pairs) rows are read from
 JSON, JSONL or ``.jsonl.gz`` files; each row's style comes from its fields. Every sample runs
-in a subprocess (``samples_commands.py`` starts it); this module never starts a process. It
+in a subprocess (:mod:`.commands.samples` starts it); this module never starts a process. It
 holds the pure parts: loading and validating, folding a run's signed report into an
 :class:`Outcome`, the metrics, timestamp gating and the report; the scripts that run a sample are
 in :mod:`.sample_harness`. ``docs/functional.md`` explains every rule.
+
+Why over 800 lines: it is the whole pure side of ``grade-samples``, and its parts are one set of
+rules over the same records: the five benchmarks' rows read into one :class:`Problem` (most of
+it: each format's fields and their checks), the fold that turns a run's signed report into an
+:class:`Outcome` by the problem's style, and the metrics, report and results file over those
+outcomes. The processes are in :mod:`.commands.samples`, the scripts in :mod:`.sample_harness`.
 """
 
 from __future__ import annotations
