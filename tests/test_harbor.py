@@ -229,7 +229,7 @@ def test_env_templates_resolve_from_this_environment(tmp_path: Path, monkeypatch
 @pytest.mark.parametrize("where", ["host", "container"])
 def test_env_templates_are_checked_before_anything_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                         where: str) -> None:  # fmt: skip
-    from pytest_objective_scoring import harbor
+    from pytest_objective_scoring.harbor import run as harbor
 
     monkeypatch.delenv("OBJ_HARBOR_UNSET", raising=False)
     monkeypatch.setenv("OBJ_HARBOR_MULTI", "two\nlines")

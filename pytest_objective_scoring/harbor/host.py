@@ -4,8 +4,8 @@ declares ``[environment] host_ok = true``.
 :func:`verify_state` runs the task's pytest tests on a copy of a working state in a subprocess,
 with this project's recorder, without network, in the runner's sandbox where this machine gives one
 (the copy writable, the tests and the recorder read-only, nothing else of this machine in sight),
-and a timeout that kills the whole process group; :func:`run_solution` runs the task's solution script in a working state
-(a subprocess: no network, a timeout).
+and a timeout that kills the whole process group; :func:`run_solution` runs the task's solution
+script in a working state (a subprocess: no network, a timeout).
 """
 
 from __future__ import annotations
