@@ -69,6 +69,7 @@ def cmd_harbor_check(args: argparse.Namespace) -> int:
     from ..harbor import (
         EXIT_BAD_INPUT,
         EXIT_REFUSED,
+        base_images,
         check_task,
         dump,
         find_engine,
@@ -76,7 +77,6 @@ def cmd_harbor_check(args: argparse.Namespace) -> int:
         runs_in,
         static_tests,
     )
-    from ..harbor_environment import base_images
 
     spec = _load(args.task)
     findings = check_task(spec)
