@@ -292,7 +292,8 @@ def test_power_is_stated_at_preregistration_and_a_design_that_cannot_reach_its_c
 def test_a_resumed_run_in_another_environment_is_refused_and_parity_is_judged_per_task():
     from types import SimpleNamespace
 
-    from pytest_objective_scoring.commands.ab import _check_resumed_environment, environment_parity
+    from pytest_objective_scoring.ab_comparison import environment_parity
+    from pytest_objective_scoring.commands.ab import _check_resumed_environment
     from pytest_objective_scoring.errors import CommandError as CommandErrorType
 
     job = SimpleNamespace(key="k1", python="/env/bin/python", instance=SimpleNamespace(instance_id="t-1"),

@@ -1,0 +1,270 @@
+"""The A/B comparison's record, built from the graded rows of both arms, and what is re-read later.
+
+:func:`summarize_comparison` turns every graded prediction of both arms into the ``ABComparison``
+record (exactly its fields) and its details beside it: counts per seed, costs, pass@k, the
+environment parity (:func:`environment_parity`), identity and the claim. :func:`reassess` runs on
+every read of a recorded comparison: under today's audits a task may have become quarantined, and
+the experiment family (:func:`experiment_family`, Holm over every comparison of one change) may
+have grown, so the claim level can only go down. The statistics are in :mod:`.ab_inference`, the
+claim rules in :mod:`.ab_claims`; ``objective-score ab`` (:mod:`.commands.ab`) calls these.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from . import ab
+
+
+def _sum(values: Sequence[Any]) -> Any:
+    return None if not values or any(v is None for v in values) else sum(values)
+
+
+def summarize_comparison(manifest: ab.Manifest, eligible: Sequence[tuple[str, str]], task_set: Any,
+                         by_prediction: dict[tuple[str, str], dict[str, Any]], undeclared: list[str],
+                         python: str) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
+    """The ABComparison record and its details from every graded prediction of both arms, on the
+    ``eligible`` (task id, instance id) pairs."""
+    from dataclasses import asdict
+
+    tasks = sorted(instance_id for _, instance_id in eligible)
+    n = len(tasks)
+    arms, per_seed, per_task, costs_per_seed = [], {}, {}, {}
+    infra = 0
+    outcomes: dict[str, dict[tuple[int, str], str]] = {}
+    for spec in manifest.arms:
+        counts, rows_of_arm = [], []
+        outcomes[spec.name] = {}
+        for seed in manifest.seeds:
+            model = f"ab:{manifest.name}/{spec.name}/seed{seed}"
+            rows = [by_prediction[(model, task)] for task in tasks]
+            rows_of_arm += rows
+            counts.append(sum(r["failure_class"] == "resolved" for r in rows))
+            infra += sum(r["failure_class"] == "infrastructure_failure" for r in rows)
+            for task, row in zip(tasks, rows):
+                outcomes[spec.name][(seed, task)] = row["failure_class"]
+        mean, variance, interval = ab.arm_statistics(counts, n, manifest.alpha)
+        totals = {field: _sum([(r.get("cost") or {}).get(field) for r in rows_of_arm])
+                  for field in ("tokens", "calls", "cpu", "wall_time", "dollars")}  # fmt: skip
+        if any((r.get("cost_breakdown") or {}).get("model_dollars") is None for r in rows_of_arm):
+            totals["dollars"] = None  # LLM + compute: unknown when the harness did not report its dollars
+        cost = ab.Cost(**totals)
+        arms.append(ab.Arm(spec.name, spec.harness_version, tuple(counts), mean, variance, interval, cost))
+        per_seed[spec.name] = counts
+        costs_per_seed[spec.name] = None if cost.dollars is None else cost.dollars / len(manifest.seeds)
+        per_task[spec.name] = {task: sum(outcomes[spec.name][(s, task)] == "resolved" for s in manifest.seeds) for task in tasks}
+    reasons = []
+    row_reasons = _quarantined_rows([row.get("disposition") for row in by_prediction.values()],
+                                    [row.get("reasons") for row in by_prediction.values()])  # fmt: skip
+    _, access_quarantined = ab.access_findings(manifest)
+    reasons += access_quarantined
+    if undeclared:
+        reasons.append(f"frozen fields not declared by the runs (unknown): {', '.join(undeclared)}")
+    if infra:
+        reasons.append(f"{infra} grading(s) were infrastructure failures: those runs are quarantined")
+    identical = outcomes["baseline"] == outcomes["candidate"]
+    if manifest.arm("candidate").kind == "passive" and not identical:
+        reasons.append("the passive candidate arm changed official outcomes: treatment integrity fails (a passive arm "
+                       "observes and decides nothing)")  # fmt: skip
+    static_reasons = list(reasons)  # what no later audit changes; the rows' dispositions are re-read later
+    reasons += row_reasons
+    admissible = not reasons
+    resolved_pairs = {name: {key: value == "resolved" for key, value in outcomes[name].items()} for name in outcomes}
+    delta, significant, test = ab.compare(resolved_pairs["baseline"], resolved_pairs["candidate"], manifest.seeds, tasks,
+                                          manifest.alpha, admissible)  # fmt: skip
+    mean_resolved = {name: sum(c) / len(c) for name, c in per_seed.items()}
+    recommendation, why = ab.recommend(delta, significant, costs_per_seed, mean_resolved, manifest.max_dollars_per_extra_resolve,
+                                       task_set.record.role, seeds=len(manifest.seeds))  # fmt: skip
+    record = ab.ABComparison(manifest.change_under_test, manifest.frozen, tuple(arms), manifest.seeds,
+                             ab.ComparisonResult(delta, significant, recommendation))  # fmt: skip
+    seeds = len(manifest.seeds)
+    pass_k = {name: {f"pass@{k}": _mean([ab.pass_at_k(seeds, c, k) for c in per_task[name].values()])
+                     for k in sorted({1, seeds})} for name in per_task}  # fmt: skip
+    details = {
+        "benchmark": dict(manifest.benchmark),
+        "task_set": task_set.record.set_id,
+        "tasks": n,
+        "task_digests": sorted(task_id for task_id, _ in eligible),
+        "arm_kinds": [asdict(a) for a in manifest.arms],
+        "admissible": admissible,
+        "inadmissible_because": reasons,
+        "inadmissible_fixed": static_reasons,
+        "environment_parity": environment_parity(manifest, tasks, by_prediction),
+        "infrastructure_failures": infra,
+        "test": test,
+        "recommendation_because": why,
+        "per_task_resolved_seeds": per_task,
+        "pass_at_k": pass_k,
+        "dollars_per_seed": costs_per_seed,
+        "outcomes_identical": identical,
+        "role": task_set.record.role,
+        "identity": [
+            {"benchmark_id": manifest.benchmark["id"], "benchmark_revision": manifest.benchmark["revision"],
+             "task_set": task_set.record.set_id, "task_stratum": "unknown", "environment_digest": manifest.frozen.environment_image,
+             "interpreter": python, "verifier_revision": _verifier(), "model_id": manifest.frozen.model, "model_revision": "unknown",
+             "harness_id": spec.name, "harness_revision": spec.harness_version, "policy_profile": spec.kind,
+             "seeds": list(manifest.seeds), "budget": {"tokens": manifest.frozen.token_budget, "tools": manifest.frozen.tool_budget}}
+            for spec in manifest.arms
+        ],  # fmt: skip
+    }
+    return record.to_dict(), details
+
+
+def _quarantined_rows(dispositions: Sequence[str | None], reasons: Sequence[Sequence[str] | None]) -> list[str]:
+    """One line per disposition that makes runs inadmissible, with every reason code and its count."""
+    lines = []
+    for kind in ("invalid", "quarantined"):
+        counts: dict[str, int] = {}
+        for disposition, codes in zip(dispositions, reasons):
+            if disposition == kind:
+                for code in codes or ["unknown"]:
+                    counts[code] = counts.get(code, 0) + 1
+        if counts:
+            lines.append(f"{kind} runs are not admissible: " + ", ".join(f"{code} ({n})" for code, n in sorted(counts.items())))
+    return lines
+
+
+def environment_parity(manifest: ab.Manifest, tasks: Sequence[str],
+                       by_prediction: dict[tuple[str, str], dict[str, Any]]) -> dict[str, Any]:  # fmt: skip
+    """Whether every grading of a task, in both arms and on every seed, ran in one environment (the
+    interpreter's installed packages, probed before the run and recorded with each grading)."""
+    per_arm: dict[str, set[str]] = {}
+    differing = []
+    for task in tasks:
+        seen = set()
+        for spec in manifest.arms:
+            for seed in manifest.seeds:
+                row = by_prediction[(f"ab:{manifest.name}/{spec.name}/seed{seed}", task)]
+                value = str(row.get("environment_digest") or "unknown")
+                seen.add(value)
+                per_arm.setdefault(spec.name, set()).add(value)
+        if len(seen) > 1:
+            differing.append(task)
+    unknown = any("unknown" in values for values in per_arm.values())
+    why = None
+    if differing:
+        why = f"{len(differing)} task(s) graded in different environments across arms or seeds: {', '.join(differing[:5])}"
+    elif unknown:
+        why = "an environment's packages could not be recorded (an image, or an interpreter too old to list them)"
+    return {"identical": not differing and not unknown, "digests": {k: sorted(v) for k, v in per_arm.items()}, "why": why}
+
+
+def reassess(ledger: Any, record: dict[str, Any], details: dict[str, Any], *, name: str,
+             pending: bool = False) -> dict[str, Any]:  # fmt: skip
+    """The comparison's details with its claim recomputed against the ledger now (the runs' dispositions
+    under the current audits, every experiment on the same change, replications elsewhere); a claim
+    lower than the one stored is a downgrade, and says why. ``pending``: the comparison being written."""
+    from .ab_claims import LEVELS, c2_blockers, claim_level
+    from .audit_ledger import audits
+
+    recorded_audits = audits(ledger)
+    details = _admissible_now(ledger, details, recorded_audits)
+    stored = None if pending else details.get("claim")
+    family = experiment_family(ledger, record["change_under_test"], name, record, details)
+    adjusted = family["holm"]
+    details["family"] = {k: v for k, v in family.items() if k not in ("holm", "comparisons")}
+    holm_p = adjusted.get(name)
+    replications = []
+    for other in family["comparisons"]:
+        if other["name"] == name:
+            continue
+        now = _admissible_now(ledger, other["details"], recorded_audits)  # as this one: under today's audits
+        blockers = c2_blockers(now, other["record"], adjusted.get(other["name"]))
+        replications.append({"name": other["name"], "benchmark": now["benchmark"]["id"],
+                             "problem_digests": now.get("problem_digests"), "c2": not blockers})  # fmt: skip
+    level, reasons = claim_level(details, record, holm_p=holm_p, replications=replications)
+    details["holm_p_value"] = holm_p
+    details["claim"], details["claim_reasons"] = level, reasons
+    details.pop("claim_downgraded", None)
+    if stored in LEVELS and LEVELS.index(level) < LEVELS.index(stored):
+        details["claim_downgraded"] = {"from": stored, "to": level,
+                                       "because": [r for r in reasons if r.startswith("not ")]}  # fmt: skip
+    if not pending and stored is not None:
+        details["claim_when_written"] = stored
+    return details
+
+
+def _admissible_now(ledger: Any, details: dict[str, Any], recorded_audits: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A comparison's details with its admissibility recomputed: every graded run's disposition re-read
+    under its task's audit as it stands now (a comparison without ``graded_runs`` keeps its own)."""
+    from .integrity import recombine
+
+    details = dict(details)
+    graded = details.get("graded_runs")
+    if graded is None:
+        return details
+    wanted = {r["seq"]: r["task_id"] for r in graded}
+    dispositions, codes = [], []
+    for entry in ledger.entries("score"):
+        if entry.seq in wanted:
+            data = entry.data
+            state, reasons, _ = recombine([*(data.get("reasons") or []), *(data.get("info") or [])], data.get("disposition"),
+                                          _audit_for(recorded_audits, wanted[entry.seq]))  # fmt: skip
+            dispositions.append(state)
+            codes.append(reasons)
+    now = [*(details.get("inadmissible_fixed") or []), *_quarantined_rows(dispositions, codes)]
+    details["inadmissible_because"], details["admissible"] = now, not now
+    return details
+
+
+def _audit_for(recorded_audits: Sequence[dict[str, Any]], task_id: str) -> dict[str, Any]:
+    import time
+
+    from .integrity import audit_state
+
+    return audit_state(recorded_audits, task_id, int(time.time()))
+
+
+def experiment_family(ledger: Any, change: str, name: str, record: dict[str, Any], details: dict[str, Any]) -> dict[str, Any]:
+    """Every experiment preregistered in this ledger on ``change`` however it is spelled (:func:`.ab.change_key`;
+    this one included, whatever became of them): each one's status and primary p-value, Holm-adjusted over
+    all of them (one not yet run counts as p = 1, and so does one recorded by an older version, whose
+    p-value pooled (seed, task) pairs)."""
+    from .ab_inference import holm
+
+    manifests: dict[str, dict[str, Any]] = {}
+    key = ab.change_key(change)
+    for entry in ledger.entries("ab_manifest"):
+        data = entry.data
+        if isinstance(data["manifest"].get("change_under_test"), str) and ab.change_key(data["manifest"]["change_under_test"]) == key:
+            manifests.setdefault(data["name"], {"seq": entry.seq, "benchmark": (data["manifest"].get("benchmark") or {}).get("id")})
+    comparisons: dict[str, dict[str, Any]] = {}
+    for entry in ledger.entries("ab_comparison"):
+        if entry.data["name"] in manifests or entry.data["name"] == name:
+            comparisons[entry.data["name"]] = {"name": entry.data["name"], "record": entry.data["record"],
+                                               "details": entry.data["details"]}  # fmt: skip
+    comparisons[name] = {"name": name, "record": record, "details": details}
+    manifests.setdefault(name, {"seq": None, "benchmark": details["benchmark"]["id"]})
+    p_values = {n: _primary_p(comparisons[n]["details"]) if n in comparisons else None for n in manifests}
+    adjusted = holm(p_values)
+    members = []
+    for member, info in sorted(manifests.items(), key=lambda item: (item[1]["seq"] is None, item[1]["seq"] or 0)):
+        found = comparisons.get(member)
+        result = found["record"]["result"] if found else {}
+        members.append({"name": member, "benchmark": info["benchmark"], "preregistered_seq": info["seq"],
+                        "status": "compared" if found else "preregistered, not run", "delta": result.get("delta"),
+                        "significant": result.get("significant"), "recommendation": result.get("recommendation"),
+                        "p_value": p_values[member], "holm_p_value": adjusted[member],
+                        "claim_when_written": (found["details"].get("claim") if found and member != name else None)})  # fmt: skip
+    return {"change_under_test": change, "experiments": len(members), "members": members, "holm": adjusted,
+            "comparisons": list(comparisons.values()),
+            "correction": "Holm step-down over every experiment preregistered on this change (not run: p = 1)"}
+
+
+def _primary_p(details: dict[str, Any]) -> float | None:
+    test = details.get("test") or {}
+    value = test.get("p_value")
+    if value is None or not test.get("primary"):  # not a task-level test: counts as p = 1
+        return None
+    return float(value)
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _verifier() -> str:
+    from . import __version__
+
+    return f"pytest-objective-scoring/{__version__}"
