@@ -183,7 +183,9 @@ def test_a_built_image_is_reused_while_its_content_is_unchanged(tmp_path: Path) 
     assert first.build is not None and second.build is not None and first.image == second.image
     assert (first.build["cached"], second.build["cached"]) == (False, True)
     assert [c[1] for c in second.commands] == ["image"]  # found by its tag: nothing built
-    subprocess.run([PODMAN.path or "podman", "untag", first.image or ""], check=False, capture_output=True)
+    # only this name: without one, untag removes every name of the image, and another task's build
+    # of the same layers (another test, at the same time) would lose its own
+    subprocess.run([PODMAN.path or "podman", "untag", first.image or "", first.image or ""], check=False, capture_output=True)
 
 
 @pytest.mark.slow
