@@ -13,11 +13,20 @@ FIXTURES = ROOT / "fixtures"
 PROJECTS = ("textstats", "intervals", "csvlite")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under xdist's default ``--dist load``, hand tests out one or two at a time (``--maxschedchunk
+    1``) unless asked otherwise: its first hand-out is otherwise a contiguous quarter of the suite per
+    worker, fixed in advance, so one worker can be left with most of the long gradings while the
+    other idles at the end."""
+    if getattr(config.option, "maxschedchunk", "absent") is None:
+        config.option.maxschedchunk = 1
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked ``slow`` run first (in their usual order), the fast ones after them: under
-    ``-n 2`` the long gradings start at once and the run ends on short tests that fill both
-    workers, instead of on one long test while the other worker idles. Same order on every
-    worker, as xdist requires."""
+    """Tests marked ``slow`` run first (in their usual order), the fast ones after them: with tests
+    handed out as workers free up, the long gradings start at once and the run ends on short tests
+    that fill both workers, instead of on one long test while the other worker idles. Same order on
+    every worker, as xdist requires."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
