@@ -9,8 +9,10 @@ inside it; the user's repository is only ever read. Which changes are protected 
 
 from __future__ import annotations
 
+import errno
 import io
 import os
+import secrets
 import shutil
 import stat
 import subprocess
@@ -60,6 +62,7 @@ OUTPUT_KEPT: Final = 1000  # characters of an apply strategy's output kept in th
 _OUTPUT_READ: Final = 1 << 16  # bytes read from the end of a long output
 NOT_SOURCE_DIRS: Final = frozenset({"tests", "test", "testing", "docs", "doc", "examples", "benchmarks", "build", "dist"})
 WORKSPACE_PREFIX: Final = "objective-score-"
+STAGING_PREFIX: Final = ".objective-score-making-"  # a workspace before its owner file is in place
 OWNER_FILE: Final = ".owner"
 _SWEPT: set[str] = set()
 
@@ -103,20 +106,67 @@ def fresh(path: Path) -> None:
 
 
 class Workspace:
-    """One grading's folder (``/tmp/objective-score-*/``), owned by the grading while it lives."""
+    """One grading's folder (``/tmp/objective-score-*/``), owned by the grading while it lives.
+
+    It never exists under its own name without its owner file: the folder is made under a staging
+    name that carries the grader's pid, takes its owner file there, and only then is renamed into
+    place (a rename is atomic). It is removed with its owner file last. A grading killed at any
+    point therefore leaves either a folder whose owner lock is free, or a staging folder whose pid
+    is gone: the next sweep removes both."""
 
     def __init__(self, workdir: Path | None) -> None:
-        self.path = Path(tempfile.mkdtemp(prefix=WORKSPACE_PREFIX, dir=workdir))
-        self.owner = liveness.hold(self.path / OWNER_FILE)  # a killed grading's workspace is swept by the next
+        base = Path(workdir) if workdir is not None else Path(tempfile.gettempdir())
+        staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=base))
+        try:
+            self.owner = liveness.hold(staging / OWNER_FILE)  # a killed grading's workspace is swept by the next
+        except BaseException:
+            fresh(staging)
+            raise
+        self.path = _publish(staging, base)
 
     def close(self, keep: bool) -> None:
         """Remove the workspace, or keep it (``--keep``) without its owner file, so that no later
-        sweep takes it."""
+        sweep takes it. Its owner file goes last, so a removal cut short is still a dead owner's."""
         if keep:
             liveness.release(self.owner, self.path / OWNER_FILE)
-        else:
-            fresh(self.path)
-            liveness.release(self.owner)
+            return
+        try:
+            children = [child for child in self.path.iterdir() if child.name != OWNER_FILE]
+        except OSError:
+            children = []
+        for child in children:
+            fresh(child)
+        liveness.release(self.owner, self.path / OWNER_FILE)
+        fresh(self.path)
+
+
+def _publish(staging: Path, base: Path) -> Path:
+    """Rename a staged workspace to a fresh ``objective-score-*`` name (never over another's: a
+    published workspace always holds its owner file, so a rename onto it fails)."""
+    while True:
+        target = base / f"{WORKSPACE_PREFIX}{secrets.token_hex(5)}"
+        try:
+            os.rename(staging, target)
+        except OSError as exc:
+            if exc.errno in (errno.EEXIST, errno.ENOTEMPTY):
+                continue
+            fresh(staging)
+            raise
+        return target
+
+
+def _pid_gone(name: str) -> bool:
+    """Whether the process whose pid a staging folder's name carries is gone from this machine."""
+    text = name[len(STAGING_PREFIX):].partition("-")[0]
+    if not text.isdigit():
+        return False
+    try:
+        os.kill(int(text), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def sweep_workspaces(folder: str | Path | None = None) -> list[Path]:
@@ -125,7 +175,8 @@ def sweep_workspaces(folder: str | Path | None = None) -> list[Path]:
 
     A workspace is removed only when its owner file's lock is free (:mod:`.liveness`): its grading
     is proven over. A workspace with no owner file (kept with ``--keep``, or made by an older
-    version) is never touched."""
+    version) is never touched. A staging folder (:class:`Workspace`) is removed once the pid its
+    name carries is gone from this machine and nothing holds its owner file."""
     base = Path(folder) if folder is not None else Path(tempfile.gettempdir())
     if str(base) in _SWEPT:
         return []
@@ -139,6 +190,14 @@ def sweep_workspaces(folder: str | Path | None = None) -> list[Path]:
         if liveness.probe(workspace / OWNER_FILE) == liveness.DEAD:
             fresh(workspace)
             removed.append(workspace)
+    try:
+        staged = sorted(base.glob(STAGING_PREFIX + "*"))
+    except OSError:
+        staged = []
+    for staging in staged:  # a grader killed before its workspace was in place
+        if liveness.probe(staging / OWNER_FILE) != liveness.ALIVE and _pid_gone(staging.name):
+            fresh(staging)
+            removed.append(staging)
     return removed
 
 

@@ -244,6 +244,66 @@ def test_the_workspaces_of_gradings_killed_outright_are_swept_and_no_other(tmp_p
             (folder / "repo" / "work" / "work").chmod(0o700)
 
 
+KILLED_IN_WORKSPACE = """
+    import os, signal, sys
+    from pathlib import Path
+    from pytest_objective_scoring import liveness, workspace
+    where, at = Path(sys.argv[1]), sys.argv[2]
+    def die(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGKILL)
+    if at == "making":  # after its folder was made, before its owner file was in place
+        workspace.liveness.hold = die
+        workspace.Workspace(where)
+    space = workspace.Workspace(where)
+    (space.path / "repo" / "pkg").mkdir(parents=True)
+    for name in ("a.py", "b.py", "c.py"):
+        (space.path / "repo" / "pkg" / name).write_text("x = 1\\n")
+    if at == "removing":  # halfway through its removal: one entry gone, the rest still there
+        removed = []
+        def fresh_then_die(path):
+            removed.append(path)
+            if len(removed) == 2:
+                die()
+            original(path)
+        original = workspace.fresh
+        workspace.fresh = fresh_then_die
+        (space.path / "log.txt").write_text("log\\n")
+    space.close(keep=False)
+"""
+
+
+@pytest.mark.parametrize("at", ["making", "removing"])
+def test_a_grading_killed_while_its_workspace_is_made_or_removed_leaves_nothing_the_next_sweep_keeps(tmp_path, at):
+    """A workspace never exists under its own name without its owner file, and loses its owner file
+    last: a SIGKILL at either moment leaves something the next sweep proves dead and removes."""
+    done = run_python(KILLED_IN_WORKSPACE, str(tmp_path), at)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    left = sorted(tmp_path.iterdir())
+    assert len(left) == 1, left
+    if at == "making":
+        assert left[0].name.startswith(".objective-score-making-"), "only ever under its staging name"
+    else:
+        assert left[0].name.startswith(WORKSPACE_PREFIX) and (left[0] / OWNER_FILE).exists()
+        assert liveness.probe(left[0] / OWNER_FILE) == liveness.DEAD
+    assert sweep_workspaces(tmp_path) == left
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_staging_folder_of_a_live_grader_is_not_swept(tmp_path):
+    from pytest_objective_scoring.workspace import STAGING_PREFIX
+
+    mine = tmp_path / f"{STAGING_PREFIX}{os.getpid()}-abc"
+    mine.mkdir()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    theirs = tmp_path / f"{STAGING_PREFIX}{gone.pid}-def"
+    theirs.mkdir()
+    odd = tmp_path / f"{STAGING_PREFIX}not-a-pid"
+    odd.mkdir()
+    assert sweep_workspaces(tmp_path) == [theirs]
+    assert mine.exists() and odd.exists() and not theirs.exists()
+
+
 @pytest.mark.parametrize("keep", [False, True])
 def test_a_grading_holds_its_workspace_and_leaves_nothing_behind(tmp_path, keep):
     from pytest_objective_scoring.instances import load_instance
