@@ -395,16 +395,17 @@ def test_the_job_key_follows_the_checkout_and_the_network_setting(tmp_path):
 
 
 def second_venv(path: Path) -> Path:
-    """Another interpreter with pytest: a virtualenv over the base Python's site-packages (or, where
-    the base Python has no pytest, one that reads this environment's site-packages through a .pth)."""
+    """Another interpreter with pytest: a virtualenv of its own that reads this environment's
+    site-packages through a .pth (not the base Python's: whatever plugins the machine's Python has,
+    hypothesis's among them, would make every grading there slower and set off control runs)."""
     import sysconfig
 
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(path)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
     python = path / "bin" / "python"
-    if subprocess.run([str(python), "-c", "import pytest"], capture_output=True).returncode != 0:
-        purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                 capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
-        Path(purelib, "objective_test_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    Path(purelib, "objective_test_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    assert subprocess.run([str(python), "-c", "import pytest"], capture_output=True).returncode == 0
     return python
 
 
