@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .. import __version__
+from ..errors import EXIT_BAD_INPUT
 from .check import (
     HOST_SCRIPT_NOTE,
     LINE_BREAK,
@@ -43,9 +44,9 @@ from .rewards import REWARD_JSON, REWARD_TXT
 from .task import TaskSpec
 from .verification import COPY_SKIP, Verification, _failed, _tests_of, attributed, copy_state, initial_exclude
 
+# harbor run's exit statuses: bad input is every command's (errors.EXIT_BAD_INPUT); 3 is a refusal here
 EXIT_SOLVED: Final = 0
 EXIT_NOT_SOLVED: Final = 1
-EXIT_BAD_INPUT: Final = 2
 EXIT_REFUSED: Final = 3
 DEFAULT_TIMEOUT: Final = 600.0  # Harbor's own default for [verifier] timeout_sec
 RESULT_FILE: Final = "objective-scoring.json"
