@@ -84,14 +84,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
             test_patch = Path(args.test_patch).read_bytes().decode("utf-8", "surrogateescape")
         except OSError as exc:
             raise CommandError(f"--test-patch {args.test_patch}: {exc}") from None
-    harness_cost = None
-    if args.cost:
-        from ..cost_ledger import CostError, load_harness_cost
-
-        try:
-            harness_cost = load_harness_cost(args.cost)
-        except CostError as exc:
-            raise CommandError(f"--cost {exc}") from None
+    harness_cost = _harness_cost(args)
     request = GradeRequest(
         plan=_json_list(args.plan, "--plan"),
         retrieval=_json_list(args.retrieval, "--retrieval"),
@@ -271,16 +264,21 @@ def _report_failure_class(envelope: dict[str, Any]) -> str:
     return "none" if score["resolved"] == "resolved" else "solver"
 
 
+def _harness_cost(args: argparse.Namespace) -> Any:
+    """``--cost FILE``: the harness's cost of the candidate, or None when not given."""
+    if not args.cost:
+        return None
+    from ..cost_ledger import CostError, load_harness_cost
+
+    try:
+        return load_harness_cost(args.cost)
+    except CostError as exc:
+        raise CommandError(f"--cost {exc}") from None
+
+
 def _report_cost(args: argparse.Namespace, envelope: dict[str, Any]) -> dict[str, Any]:
     """The tests ran elsewhere: their CPU is unknown here (null), never a made-up zero."""
-    harness_cost = None
-    if args.cost:
-        from ..cost_ledger import CostError, load_harness_cost
-
-        try:
-            harness_cost = load_harness_cost(args.cost)
-        except CostError as exc:
-            raise CommandError(f"--cost {exc}") from None
+    harness_cost = _harness_cost(args)
     duration = (envelope.get("session") or {}).get("duration")
     model = harness_cost.dollars if harness_cost else None
     return {
