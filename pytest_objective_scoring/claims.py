@@ -103,13 +103,7 @@ def _process_absent(holder: Mapping[str, Any]) -> bool:
     hosts; a reused id keeps the claim, which is the safe side)."""
     if holder.get("host") != platform.node() or not isinstance(holder.get("pid"), int):
         return False
-    try:
-        os.kill(holder["pid"], 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
+    return liveness.pid_absent(holder["pid"])
 
 
 class Claims:

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, Final, Literal
 
-__all__ = ["ALIVE", "DEAD", "GONE", "about", "hold", "owner", "probe", "release"]
+__all__ = ["ALIVE", "DEAD", "GONE", "about", "hold", "owner", "pid_absent", "probe", "release"]
 
 ALIVE: Final = "alive"
 DEAD: Final = "dead"
@@ -84,6 +84,18 @@ def probe(path: Path) -> State:
     finally:
         os.close(descriptor)
     return DEAD
+
+
+def pid_absent(pid: int) -> bool:
+    """Whether no process of this machine has the id ``pid`` now: the weaker proof, for what has no
+    owner file. A reused id reads as present, which is the safe side (nothing is taken)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def about(path: Path) -> dict[str, Any]:

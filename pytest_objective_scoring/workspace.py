@@ -158,15 +158,7 @@ def _publish(staging: Path, base: Path) -> Path:
 def _pid_gone(name: str) -> bool:
     """Whether the process whose pid a staging folder's name carries is gone from this machine."""
     text = name[len(STAGING_PREFIX):].partition("-")[0]
-    if not text.isdigit():
-        return False
-    try:
-        os.kill(int(text), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
+    return text.isdigit() and liveness.pid_absent(int(text))
 
 
 def sweep_workspaces(folder: str | Path | None = None) -> list[Path]:
