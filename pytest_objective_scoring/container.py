@@ -23,6 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Final, Sequence
@@ -125,12 +126,20 @@ def run_command(
     return [*args, image, *command]
 
 
-def remove(engine: str, name: str) -> None:
-    """Remove a run's container whatever state it is in (a timeout killed only the engine client)."""
-    try:
-        _engine(engine, "rm", "-f", "-t", "0", name, timeout=120)
-    except ContainerError:
-        pass
+def remove(engine: str, name: str, *, attempts: int = 5) -> bool:
+    """Remove a run's container whatever state it is in (a timeout killed only the engine client),
+    and look that it is gone: an engine can refuse a removal while its own clean-up of the killed
+    run holds the container, so a refusal is tried again a few times. Whether it is gone."""
+    for attempt in range(attempts):
+        try:
+            _engine(engine, "rm", "-f", "-t", "0", name, timeout=120)
+            look = ("container", "exists", name) if engine == "podman" else ("container", "inspect", name)
+            if _engine(engine, *look, timeout=60).returncode != 0:
+                return True
+        except ContainerError:
+            pass
+        time.sleep(0.25 * 2**attempt)
+    return False
 
 
 def as_descriptor_3(fd: int, command: list[str]) -> list[str]:

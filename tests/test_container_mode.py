@@ -8,6 +8,7 @@ committed, its environment the image's. Without podman and that image these test
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import textwrap
@@ -134,7 +135,8 @@ def test_a_run_that_hangs_is_killed_and_its_container_removed(image_of, tmp_path
     result = in_container("intervals", diff.encode(), image, timeout=5)
     assert (result.envelope["score"]["resolved"], result.failure_class) == ("not_resolved", "solver")
     assert "timed out" in result.envelope["candidate_no_verdict_reason"]
-    left = subprocess.run(["podman", "ps", "-a", "--filter", "name=objective-run-", "--format", "{{.Names}}"],
+    mine = f"name=objective-run-candidate-{os.getpid()}-"  # another worker's container tests run meanwhile
+    left = subprocess.run(["podman", "ps", "-a", "--filter", mine, "--format", "{{.Names}}"],
                           capture_output=True, text=True, timeout=60).stdout.split()  # fmt: skip
     assert left == []
 
