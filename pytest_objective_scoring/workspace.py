@@ -55,6 +55,7 @@ GIT_IDENTITY: Final = (
     "-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false",
     "-c", "core.quotePath=false", "-c", "core.fsmonitor=false", "-c", "core.attributesFile=/dev/null",
     "-c", "core.autocrlf=false", "-c", "core.sshCommand=false", "-c", "protocol.allow=never",
+    "-c", "maintenance.auto=false", "-c", "gc.auto=0",  # a throw-away copy: no background upkeep after a commit
 )  # fmt: skip
 GIT_ENV: Final = {"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "GIT_NO_REPLACE_OBJECTS": "1",
                   "GIT_ATTR_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
