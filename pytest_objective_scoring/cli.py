@@ -9,28 +9,78 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable, Final, Sequence
+from typing import Any, Callable, Final, Sequence
 
 from . import __version__
-from .commands import ab, audit, batch, costs, demo, grade, harbor, judged, ledger, samples, scorecard, sets
 from .errors import EXIT_BAD_INPUT, EXIT_INFRASTRUCTURE, EXIT_INTERRUPTED, CommandError, problems_text
 
 __all__ = ["main"]
 
-# in the order ``objective-score --help`` lists them
-COMMANDS: Final = (grade, demo, ledger, batch, sets, ab, audit, samples, harbor, judged, scorecard, costs)
+# every command, in the order ``objective-score --help`` lists them: the module of :mod:`.commands`
+# that registers it, and its one-line help. Only the module of the command run is imported (its
+# arguments and its imports); the others stand as their name and help, which is all ``--help`` and
+# a mistyped command need (``tests/test_layout.py`` checks this table against each module).
+COMMANDS: Final = (
+    ("grade", "grade", "Grade one candidate patch in an isolated copy of a repository"),
+    ("demo", "demo", "Grade the bundled example candidates and print their Scores"),
+    ("ledger", "ledger", "Verify, export or list the append-only ledger"),
+    ("batch", "grade-batch", "Grade a predictions file against a dataset, in parallel or on a cluster"),
+    ("sets", "sets", "Benchmark sets: development, regression and holdout_live; burning, rotation, timestamp gating"),
+    ("ab", "ab", "Preregister, run and report a controlled A/B comparison over seeds"),
+    ("audit", "audit", "Audit tasks (canaries, gold validation, weak tests, flakiness, exploits, leakage)"),
+    ("audit", "receipt", "Print the public receipt of a graded run (identity, digests, disposition)"),
+    ("samples", "grade-samples", "Run function-level benchmark samples (HumanEval, MBPP, EvoEval, BigCodeBench, "
+                                 "LiveCodeBench) in subprocesses and report pass@k and pass^k"),
+    ("harbor", "harbor", "Verify Harbor / Terminal-Bench task directories by executing their tests"),
+    ("judged", "import-judged", "Record scores a model judge produced, labelled judge-based (never evidence)"),
+    ("scorecard", "scorecard", "Show a run's hierarchical scorecard, or diff two sets of runs stage by stage"),
+    ("costs", "costs", "Resolve rate against cost per harness, ranked, with the Pareto front"),
+)  # fmt: skip
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_module(module: str) -> Any:
+    """The :mod:`.commands` module ``module`` (imported now)."""
+    import importlib
+
+    return importlib.import_module(f"{__package__}.commands.{module}")
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser. With ``argv``, only the module of the command it names registers its
+    subcommands' arguments; every other command is its name and help. Without it, every module
+    registers (the whole parser, for tools that read it)."""
     parser = argparse.ArgumentParser(
         prog="objective-score",
         description="Decide by executing tests, never by asking a model, whether a candidate patch resolves a task.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in COMMANDS:
-        command.register(sub)
+    if argv is None:
+        wanted = {module for module, _, _ in COMMANDS}
+    else:
+        named = next((a for a in argv if not a.startswith("-")), None)
+        wanted = {module for module, name, _ in COMMANDS if name == named}
+    registered: set[str] = set()
+    for module, name, text in COMMANDS:
+        if module in wanted:
+            if module not in registered:
+                command_module(module).register(sub)
+                registered.add(module)
+        else:
+            sub.add_parser(name, help=text)
     return parser
+
+
+def _bad_input() -> tuple[type[Exception], ...]:
+    """The refusals every command reports as bad input (exit 2): a :class:`.CommandError`, and a
+    ledger's or a benchmark set's refusal when the command used those modules (only then can one
+    be raised: they are not imported for it)."""
+    kinds: list[type[Exception]] = [CommandError]
+    for module, name in (("ledger", "LedgerError"), ("sets", "SetError")):
+        loaded = sys.modules.get(f"{__package__}.{module}")
+        if loaded is not None:
+            kinds.append(getattr(loaded, name))
+    return tuple(kinds)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -38,15 +88,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     quietly with exit 141 (128 + SIGPIPE, as a shell reports it): see :mod:`.outputs`."""
     from . import outputs
 
-    parser = build_parser()
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(arguments)
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(arguments)
     except BrokenPipeError:  # --help into a closed pipe
         return outputs.closed_pipe()
     handler: Callable[[argparse.Namespace], int] = args.handler
-    from .ledger import LedgerError
-    from .sets import SetError
-
     try:
         # before any work: every output path the command line names, and the optional dependencies it needs
         problems = outputs.problems_of(args)
@@ -60,14 +108,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except BrokenPipeError:  # `objective-score ... | head`: the reader has what it wanted; end quietly
         return outputs.closed_pipe()
-    except (CommandError, LedgerError, SetError) as exc:
-        print(f"objective-score {args.command}: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(f"objective-score {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except Exception:  # the grader's own failure is an infrastructure failure, never "not resolved"
-        import traceback
+    except Exception as exc:
+        if isinstance(exc, _bad_input()):
+            print(f"objective-score {args.command}: error: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        import traceback  # the grader's own failure is an infrastructure failure, never "not resolved"
 
         traceback.print_exc()
         print(f"objective-score {args.command}: internal error (infrastructure failure, exit 3)", file=sys.stderr)

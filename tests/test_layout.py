@@ -142,3 +142,55 @@ def test_every_module_says_what_it_owns(name):
     lines = source.count("\n")
     if lines > LONG:
         assert LONG_NOTE in docstring, f"{path.relative_to(ROOT)} has {lines} lines: its docstring says why ({LONG_NOTE!r})"
+
+
+def test_the_command_table_is_what_each_command_module_registers():
+    """``cli.COMMANDS`` stands in for the modules not imported: it must name exactly the commands each
+    module registers, in order, with the same help, or ``--help`` and a mistyped command would lie."""
+    import argparse
+
+    from pytest_objective_scoring import cli
+
+    listed: dict[str, list[tuple[str, str]]] = {}
+    for module, name, text in cli.COMMANDS:
+        listed.setdefault(module, []).append((name, text))
+    for module, commands in listed.items():
+        sub = argparse.ArgumentParser().add_subparsers()
+        cli.command_module(module).register(sub)
+        assert [(a.dest, a.help) for a in sub._choices_actions] == commands, module
+    every = {path.stem for path in (ROOT / "pytest_objective_scoring" / "commands").glob("*.py")}
+    assert every - set(listed) == {"__init__", "shared"}, "a command module the command line never registers"
+
+
+def _help(argv: list[str], parser: object) -> str:
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        parser.parse_args(argv)  # type: ignore[attr-defined]
+    return out.getvalue()
+
+
+def test_the_parser_built_for_one_command_reads_it_as_the_whole_parser_does():
+    from pytest_objective_scoring import cli
+
+    whole = cli.build_parser()
+    assert _help(["--help"], cli.build_parser(["--help"])) == _help(["--help"], whole)
+    for _, name, _ in cli.COMMANDS:
+        argv = [name, "--help"]
+        assert _help(argv, cli.build_parser(argv)) == _help(argv, whole), name
+    nested = ["ab", "run", "--help"]
+    assert _help(nested, cli.build_parser(nested)) == _help(nested, whole)
+
+
+def test_a_command_line_imports_only_the_command_it_runs():
+    import subprocess
+    import sys
+
+    probe = ("import sys; from pytest_objective_scoring import cli; cli.build_parser(sys.argv[1:]); "
+             "print(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('pytest_objective_scoring.commands.')"
+             " and not m.endswith('.shared')))")
+    for argv, expected in ((["--help"], "[]"), (["ledger", "list"], "['ledger']"), (["receipt", "x"], "['audit']")):
+        done = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=60)
+        assert done.stdout.strip() == expected, (argv, done.stderr)
