@@ -81,5 +81,24 @@ def run_cli(*args: str, cwd: Path | None = None, **kwargs: Any) -> subprocess.Co
     )  # fmt: skip
 
 
+def run_cli_here(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """:func:`run_cli` in this process: the same ``cli.main``, its output captured, for tests whose
+    commands only read and write files (``ab``, ``sets``). A test of the interpreter boundary itself
+    (exit statuses under signals, the installed entry point, concurrent runs) keeps :func:`run_cli`.
+    It spares each call an interpreter and its imports (``ab`` imports scipy.stats, about 1 CPU-s)."""
+    import contextlib
+    import io
+
+    from pytest_objective_scoring import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(cwd or Path.cwd()), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main(list(args))
+        except SystemExit as exc:  # argparse refusing the command line, or --help
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    return subprocess.CompletedProcess(["objective-score", *args], code, out.getvalue(), err.getvalue())
+
+
 def envelope_of(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     return json.loads(result.stdout)

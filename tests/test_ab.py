@@ -239,7 +239,7 @@ def test_keep_needs_five_seeds():
 # ---------------------------------------------------------------- end to end, on real gradings
 
 from .conftest import FIXTURES  # noqa: E402
-from .runner_helpers import run_cli  # noqa: E402
+from .runner_helpers import run_cli_here as run_cli  # noqa: E402 (in this process: see run_cli_here)
 
 DATASET = FIXTURES / "datasets" / "fixtures.jsonl"
 PROJECTS = {"fixtures__textstats-1": "textstats", "fixtures__intervals-1": "intervals", "fixtures__csvlite-1": "csvlite"}

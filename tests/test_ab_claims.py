@@ -16,7 +16,7 @@ from pytest_objective_scoring import ab
 from pytest_objective_scoring.ab_claims import C2_MIN_TASKS, c2_blockers, claim_level
 
 from .conftest import FIXTURES
-from .runner_helpers import run_cli
+from .runner_helpers import run_cli_here as run_cli  # in this process: see run_cli_here
 
 pytest.importorskip("scipy.stats", reason="scipy is a test dependency: pip install -e '.[test]'")
 
