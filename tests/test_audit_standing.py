@@ -16,7 +16,7 @@ from pytest_objective_scoring.integrity import DAY
 from pytest_objective_scoring.ledger import Ledger
 
 from .conftest import FIXTURES
-from .runner_helpers import run_cli
+from .runner_helpers import run_cli_here as run_cli
 
 DATASET = FIXTURES / "datasets" / "fixtures.jsonl"
 NOW = int(time.time())

@@ -19,7 +19,8 @@ from pytest_objective_scoring.instances import load_instances
 from pytest_objective_scoring.ledger import Ledger, verify
 
 from .conftest import FIXTURES
-from .runner_helpers import run_cli
+from .runner_helpers import run_cli as run_cli_process
+from .runner_helpers import run_cli_here as run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -262,9 +263,9 @@ def test_a_job_sent_to_a_worker_carries_no_ledger():
 def test_an_unreachable_scheduler_is_a_clear_error(tmp_path):
     preds = predictions(tmp_path, {"cheap-fix"})
     env = {**os.environ, "OBJECTIVE_SCORE_CONNECT_TIMEOUT": "2"}
-    result = run_cli("grade-batch", "--dataset", str(DATASET), "--predictions", str(preds), "--repos", str(REPOS),
-                     "--ledger", str(tmp_path / "l.sqlite"), "--scheduler", "tcp://127.0.0.1:9", "--log-dir", str(tmp_path / "logs"),
-                     env=env)  # fmt: skip
+    result = run_cli_process("grade-batch", "--dataset", str(DATASET), "--predictions", str(preds), "--repos", str(REPOS),
+                             "--ledger", str(tmp_path / "l.sqlite"), "--scheduler", "tcp://127.0.0.1:9", "--log-dir", str(tmp_path / "logs"),
+                             env=env)  # fmt: skip
     assert result.returncode == 2 and "cannot reach a Dask scheduler" in result.stderr
 
 

@@ -694,7 +694,7 @@ JUNIT = Path(__file__).resolve().parent.parent / "fixtures" / "junit"
      ("go", "go/build-failed.xml", 3)],
 )  # fmt: skip
 def test_grade_from_report_detects_the_runner_on_the_command_line(tmp_path, runner, report, expected_exit):
-    from .runner_helpers import run_cli
+    from .runner_helpers import run_cli_here as run_cli
 
     instance = JUNIT / "instances" / f"{runner}-resolved.json"
     result = run_cli("grade", "--from-report", str(JUNIT / report), "--instance", str(instance), "--no-ledger", "--json")

@@ -104,7 +104,7 @@ def test_grade_reports_the_audit_state_and_the_disposition_and_writes_a_receipt(
     from pytest_objective_scoring.ledger import Ledger
 
     from .conftest import FIXTURES
-    from .runner_helpers import run_cli
+    from .runner_helpers import run_cli_here as run_cli
 
     ledger = tmp_path / "l.sqlite"
     common = ["--repo", str(FIXTURES / "repos" / "intervals"), "--instance", str(FIXTURES / "instances" / "intervals.json"),
@@ -177,7 +177,7 @@ def test_a_locked_or_corrupt_ledger_never_breaks_a_live_run(pytester, write_inst
 
 @pytest.mark.parametrize("value", ["-5", "0", "inf", "nan", "100000", "soon"])
 def test_the_audit_schedule_option_is_validated(value, tmp_path):
-    from .runner_helpers import run_cli
+    from .runner_helpers import run_cli_here as run_cli
 
     result = run_cli("audit", "due", "--every", value, "--ledger", str(tmp_path / "l.sqlite"))
     assert result.returncode == 2 and "--every" in result.stderr

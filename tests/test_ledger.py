@@ -147,7 +147,7 @@ def test_a_newer_schema_is_refused(tmp_path):
 @pytest.mark.slow
 def test_grade_appends_score_and_cost_and_the_cli_reads_them(tmp_path):
     from .conftest import FIXTURES
-    from .runner_helpers import run_cli
+    from .runner_helpers import run_cli_here as run_cli
 
     ledger = tmp_path / "runs.sqlite"
     common = ["--repo", str(FIXTURES / "repos" / "intervals"), "--instance", str(FIXTURES / "instances" / "intervals.json"),
@@ -180,7 +180,7 @@ def test_grade_appends_score_and_cost_and_the_cli_reads_them(tmp_path):
 
 def test_no_ledger_and_missing_ledger(tmp_path):
     from .conftest import FIXTURES
-    from .runner_helpers import run_cli
+    from .runner_helpers import run_cli_here as run_cli
 
     result = run_cli("grade", "--repo", str(FIXTURES / "repos" / "intervals"), "--instance",
                      str(FIXTURES / "instances" / "intervals.json"), "--patch",

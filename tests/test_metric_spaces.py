@@ -10,7 +10,7 @@ import pytest
 from pytest_objective_scoring.ledger import Ledger
 
 from .conftest import FIXTURES
-from .runner_helpers import run_cli
+from .runner_helpers import run_cli_here as run_cli
 
 DATASET = FIXTURES / "datasets" / "fixtures.jsonl"
 PREDICTIONS = FIXTURES / "predictions" / "fixtures.jsonl"

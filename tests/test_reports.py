@@ -759,7 +759,7 @@ def fixture_outcome_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str,
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["log.jsonl", "junit.xml", "report.json"])
 def test_grade_from_report_on_the_command_line_gives_the_live_score(fixture_outcome_files, tmp_path, name):
-    from .runner_helpers import run_cli
+    from .runner_helpers import run_cli_here as run_cli
 
     files = fixture_outcome_files
     ledger = tmp_path / "ledger.sqlite"
@@ -781,7 +781,7 @@ def test_grade_from_report_on_the_command_line_gives_the_live_score(fixture_outc
 
 @pytest.mark.slow
 def test_grade_from_report_records_the_harness_cost_without_inventing_cpu(fixture_outcome_files, tmp_path):
-    from .runner_helpers import run_cli
+    from .runner_helpers import run_cli_here as run_cli
 
     files = fixture_outcome_files
     cost = tmp_path / "cost.json"
@@ -799,7 +799,7 @@ def test_grade_from_report_records_the_harness_cost_without_inventing_cpu(fixtur
 
 @pytest.mark.slow
 def test_grade_from_report_refusals_and_no_verdict(fixture_outcome_files, tmp_path):
-    from .runner_helpers import run_cli
+    from .runner_helpers import run_cli_here as run_cli
 
     files = fixture_outcome_files
     instance = str(files["instance"])

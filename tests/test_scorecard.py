@@ -372,7 +372,7 @@ def test_the_command_shows_the_pairing_in_its_table_and_its_json(tmp_path, capsy
 @pytest.mark.slow
 def test_phase_3_localization_improved_end_to_end_flat_the_gain_is_attributed_to_localization(tmp_path):
     from .conftest import FIXTURES
-    from .runner_helpers import run_cli
+    from .runner_helpers import run_cli_here as run_cli
 
     ledger = str(tmp_path / "ledger.sqlite")
     common = ["--repo", str(FIXTURES / "repos" / "intervals"), "--instance", str(FIXTURES / "instances" / "intervals.json"),
@@ -421,7 +421,7 @@ def test_phase_3_localization_improved_end_to_end_flat_the_gain_is_attributed_to
 @pytest.mark.slow
 def test_plan_retrieval_and_reruns_feed_planning_target_rank_and_robustness(tmp_path):
     from .conftest import FIXTURES
-    from .runner_helpers import run_cli
+    from .runner_helpers import run_cli_here as run_cli
 
     plan, retrieval = tmp_path / "plan.json", tmp_path / "retrieval.json"
     plan.write_text(json.dumps(["Interval.overlaps", "merge"]))

@@ -914,7 +914,7 @@ def test_the_commands_refuse_future_dates_and_ambiguous_spellings_with_one_line(
 def test_a_set_holds_each_problem_once(tmp_path):
     import json as _json
 
-    from .runner_helpers import run_cli
+    from .runner_helpers import run_cli_here as run_cli
 
     dataset = FIXTURES / "datasets" / "fixtures.jsonl"
     rows = [_json.loads(line) for line in dataset.read_text().splitlines()]
