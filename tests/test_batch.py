@@ -19,6 +19,7 @@ from pytest_objective_scoring.instances import load_instances
 from pytest_objective_scoring.ledger import Ledger, verify
 
 from .conftest import FIXTURES
+from .runner_helpers import make_patch
 from .runner_helpers import run_cli as run_cli_process
 from .runner_helpers import run_cli_here as run_cli
 
@@ -168,6 +169,12 @@ def test_a_killed_batch_resumes_without_regrading_and_loses_nothing(tmp_path):
 def test_an_interrupted_batch_says_how_to_resume_and_records_no_half_run(tmp_path, signum):
     ledger = tmp_path / "ledger.sqlite"
     preds = predictions(tmp_path, {"cheap-fix", "breaks-things"})
+    # a last prediction whose tests hang: the batch is still running whenever the signal comes (six
+    # quick gradings alone could all finish between two looks at the ledger on a loaded machine)
+    source = (REPOS / "intervals" / "src" / "intervals" / "interval.py").read_text()
+    hang = make_patch(REPOS / "intervals", {"src/intervals/interval.py": source + "\nimport time\ntime.sleep(600)\n"}, tmp_path)
+    with preds.open("a") as rows:
+        rows.write(json.dumps({"instance_id": "fixtures__intervals-1", "model_name_or_path": "hangs", "model_patch": hang}) + "\n")
     command = [sys.executable, "-m", "pytest_objective_scoring", "grade-batch", "--dataset", str(DATASET),
                "--predictions", str(preds), "--repos", str(REPOS), "--ledger", str(ledger), "--log-dir", str(tmp_path / "logs")]  # fmt: skip
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -179,8 +186,9 @@ def test_an_interrupted_batch_says_how_to_resume_and_records_no_half_run(tmp_pat
     assert proc.returncode == 130, err
     assert "interrupted" in err and "run the same command again to resume" in err
     recorded = score_entries(ledger)
-    assert 1 <= len(recorded) < 6
+    assert 1 <= len(recorded) < 7
     assert all(s["failure_class"] in ("none", "solver") for s in recorded), "an interrupted grading is never recorded"
+    assert "hangs" not in {s.get("model_name_or_path") for s in recorded}
     assert verify(ledger).ok
 
 
