@@ -175,14 +175,24 @@ def test_an_interrupted_batch_says_how_to_resume_and_records_no_half_run(tmp_pat
     hang = make_patch(REPOS / "intervals", {"src/intervals/interval.py": source + "\nimport time\ntime.sleep(600)\n"}, tmp_path)
     with preds.open("a") as rows:
         rows.write(json.dumps({"instance_id": "fixtures__intervals-1", "model_name_or_path": "hangs", "model_patch": hang}) + "\n")
-    command = [sys.executable, "-m", "pytest_objective_scoring", "grade-batch", "--dataset", str(DATASET),
-               "--predictions", str(preds), "--repos", str(REPOS), "--ledger", str(ledger), "--log-dir", str(tmp_path / "logs")]  # fmt: skip
+    # SIGINT at its default in the command, as under a terminal: a suite started in the background of a
+    # script (CI) passes SIGINT down ignored (POSIX), and Python then keeps ignoring it
+    default_sigint = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                      "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")  # fmt: skip
+    command = [sys.executable, "-c", default_sigint, "-m", "pytest_objective_scoring", "grade-batch", "--dataset",
+               str(DATASET), "--predictions", str(preds), "--repos", str(REPOS), "--ledger", str(ledger), "--log-dir",
+               str(tmp_path / "logs")]  # fmt: skip
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and (not ledger.exists() or len(score_entries(ledger)) < 1):
-        time.sleep(0.05)
-    proc.send_signal(signum)
-    _, err = proc.communicate(timeout=120)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and (not ledger.exists() or len(score_entries(ledger)) < 1):
+            time.sleep(0.05)
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:  # never left running into later tests
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == 130, err
     assert "interrupted" in err and "run the same command again to resume" in err
     recorded = score_entries(ledger)
