@@ -87,15 +87,17 @@ def in_container(project: str, patch: bytes, image: str, **kwargs) -> object:
                                                      ("textstats", ("gold", "break_p2p"))])  # fmt: skip
 def test_verdicts_in_the_image_equal_the_verdicts_on_this_machine(project, candidates, image_of):
     image = image_of(project)
+    graded = {}
     for candidate in candidates:
         patch = patch_of(project, candidate)
         boxed, host = in_container(project, patch, image), grade(project, patch)
+        graded[candidate] = boxed
         assert boxed.envelope["runner"].get("isolation", {}).get("mode") in ("container", None)  # None: no test ran
         assert (boxed.exit_code, boxed.failure_class) == (host.exit_code, host.failure_class), candidate
         assert boxed.envelope["score"]["resolved"] == host.envelope["score"]["resolved"], candidate
         ours = {t["id"]: t["outcome"] for t in boxed.envelope["tests"]}
         assert ours == {t["id"]: t["outcome"] for t in host.envelope["tests"]}, candidate
-    gold = in_container(project, patch_of(project, "gold"), image)
+    gold = graded["gold"]
     assert gold.envelope["runner"]["isolation"] == {"mode": "container", "engine": "podman", "image": image,
                                                     "network": "none"}  # fmt: skip
     assert gold.envelope["session"]["exitstatus"] == 0
