@@ -9,33 +9,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Callable, Final, Sequence
+from typing import Any, Callable, Sequence
 
 from . import __version__
+from .commands import COMMANDS
 from .errors import EXIT_BAD_INPUT, EXIT_INFRASTRUCTURE, EXIT_INTERRUPTED, CommandError, problems_text
 
 __all__ = ["main"]
-
-# every command, in the order ``objective-score --help`` lists them: the module of :mod:`.commands`
-# that registers it, and its one-line help. Only the module of the command run is imported (its
-# arguments and its imports); the others stand as their name and help, which is all ``--help`` and
-# a mistyped command need (``tests/test_layout.py`` checks this table against each module).
-COMMANDS: Final = (
-    ("grade", "grade", "Grade one candidate patch in an isolated copy of a repository"),
-    ("demo", "demo", "Grade the bundled example candidates and print their Scores"),
-    ("ledger", "ledger", "Verify, export or list the append-only ledger"),
-    ("batch", "grade-batch", "Grade a predictions file against a dataset, in parallel or on a cluster"),
-    ("sets", "sets", "Benchmark sets: development, regression and holdout_live; burning, rotation, timestamp gating"),
-    ("ab", "ab", "Preregister, run and report a controlled A/B comparison over seeds"),
-    ("audit", "audit", "Audit tasks (canaries, gold validation, weak tests, flakiness, exploits, leakage)"),
-    ("audit", "receipt", "Print the public receipt of a graded run (identity, digests, disposition)"),
-    ("samples", "grade-samples", "Run function-level benchmark samples (HumanEval, MBPP, EvoEval, BigCodeBench, "
-                                 "LiveCodeBench) in subprocesses and report pass@k and pass^k"),
-    ("harbor", "harbor", "Verify Harbor / Terminal-Bench task directories by executing their tests"),
-    ("judged", "import-judged", "Record scores a model judge produced, labelled judge-based (never evidence)"),
-    ("scorecard", "scorecard", "Show a run's hierarchical scorecard, or diff two sets of runs stage by stage"),
-    ("costs", "costs", "Resolve rate against cost per harness, ranked, with the Pareto front"),
-)  # fmt: skip
 
 
 def command_module(module: str) -> Any:

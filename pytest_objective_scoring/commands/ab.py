@@ -17,6 +17,7 @@ from .. import ab
 from ..errors import CommandError
 from ..ledger import DEFAULT_LEDGER
 from ..ab_comparison import reassess, summarize_comparison
+from . import HELP
 from .shared import environments_of, probe_environments
 
 AB_EPILOG = """\
@@ -669,7 +670,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     from .. import options
 
-    parser = sub.add_parser("ab", help="Preregister, run and report a controlled A/B comparison over seeds",
+    parser = sub.add_parser("ab", help=HELP["ab"],
                             description="Freeze everything, change one thing, repeat over seeds, report cost beside correctness.",
                             epilog=AB_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import CommandError
 from ..ledger import DEFAULT_LEDGER
+from . import HELP
 from .shared import environments_of, probe_environments
 
 AUDIT_EPILOG = """\
@@ -266,7 +267,7 @@ def cmd_receipt(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     from .. import options
 
-    audit = sub.add_parser("audit", help="Audit tasks (canaries, gold validation, weak tests, flakiness, exploits, leakage)",
+    audit = sub.add_parser("audit", help=HELP["audit"],
                            description="Audit the instrument: standing, recorded, scheduled.",
                            epilog=AUDIT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     actions = audit.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -292,7 +293,7 @@ def register(sub: Any) -> None:
         action.add_argument("--ledger", metavar="PATH", default=None, help=f"The ledger (default: {DEFAULT_LEDGER})")
         action.add_argument("--json", action="store_true", help="Print the result as JSON")
 
-    rec = sub.add_parser("receipt", help="Print the public receipt of a graded run (identity, digests, disposition)",
+    rec = sub.add_parser("receipt", help=HELP["receipt"],
                          description="The public receipt of a graded run: run identity, digests, disposition and reason "
                          "codes, without the private evidence (which stays in the ledger).")  # fmt: skip
     rec.add_argument("run", type=int, metavar="RUN", help="The run's score entry seq (objective-score ledger show)")

@@ -18,6 +18,7 @@ from .. import options
 from ..errors import EXIT_INFRASTRUCTURE, EXIT_INTERRUPTED, CommandError, ledger_problem, problems_text
 from ..jobs import grade_jobs
 from ..ledger import DEFAULT_LEDGER
+from . import HELP
 from .shared import (
     add_patch_limit,
     add_runner_options,
@@ -247,7 +248,7 @@ def _batch_table(summary: dict[str, dict[str, int]], ledger: Path, report: str |
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``grade-batch`` to the ``objective-score`` parser."""
-    gb = sub.add_parser("grade-batch", help="Grade a predictions file against a dataset, in parallel or on a cluster",
+    gb = sub.add_parser("grade-batch", help=HELP["grade-batch"],
                         description="Grade every prediction of a SWE-bench predictions file, writing each result "
                         "to the ledger as it arrives.",
                         epilog=BATCH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 from ..errors import CommandError
 from ..ledger import DEFAULT_LEDGER
+from . import HELP
 from .shared import existing_ledger
 
 __all__ = ["cmd_costs", "register"]
@@ -97,7 +98,7 @@ def _costs_table(path: Path, summaries: Sequence[Any], benchmark: str = "unknown
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``costs`` to the ``objective-score`` parser."""
-    costs = sub.add_parser("costs", help="Resolve rate against cost per harness, ranked, with the Pareto front",
+    costs = sub.add_parser("costs", help=HELP["costs"],
                            description="Per harness or model: resolve rate, resolves per dollar, per 1,000 tokens, "
                            "per wall-clock hour and per CPU-second, ranked by cost-resolve Pareto layer.",
                            epilog=COSTS_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip

@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import options
 from ..errors import CommandError
+from . import HELP
 
 __all__ = ["EXPECTED", "cmd_demo", "demo_cases", "find_fixtures", "register"]
 
@@ -122,7 +123,7 @@ def _demo_table(rows: list[dict[str, Any]]) -> None:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``demo`` to the ``objective-score`` parser."""
-    demo = sub.add_parser("demo", help="Grade the bundled example candidates and print their Scores",
+    demo = sub.add_parser("demo", help=HELP["demo"],
                           description="Grade every bundled fixture candidate and print a table of Scores.",
                           epilog=DEMO_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     demo.add_argument("--fixtures", metavar="DIR", help="The fixtures directory (default: ./fixtures or the source tree's)")

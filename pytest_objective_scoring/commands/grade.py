@@ -16,6 +16,7 @@ from typing import Any
 from .. import options
 from ..errors import CommandError, ledger_problem
 from ..ledger import DEFAULT_LEDGER
+from . import HELP
 from .shared import add_patch_limit, add_runner_options, compute_rate, hidden_paths, reruns, write_whole
 
 __all__ = ["artifact_list", "cmd_grade", "register", "task_audit"]
@@ -338,7 +339,7 @@ def _render_runner(writer: Any, envelope: dict[str, Any]) -> None:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``grade`` to the ``objective-score`` parser."""
-    grade = sub.add_parser("grade", help="Grade one candidate patch in an isolated copy of a repository",
+    grade = sub.add_parser("grade", help=HELP["grade"],
                            description="Grade one candidate patch against an instance's FAIL_TO_PASS and PASS_TO_PASS tests.",
                            epilog=GRADE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     grade.add_argument("--repo", metavar="DIR", help="The repository to grade in (never modified)")

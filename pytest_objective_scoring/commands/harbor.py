@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CommandError
+from . import HELP
 
 HARBOR_EPILOG = """\
 examples:
@@ -348,7 +349,7 @@ def _run_table(result: Any) -> None:
 def register(sub: Any) -> None:
     from .. import options
 
-    harbor = sub.add_parser("harbor", help="Verify Harbor / Terminal-Bench task directories by executing their tests",
+    harbor = sub.add_parser("harbor", help=HELP["harbor"],
                             description="Harbor / Terminal-Bench task directories: run the task's pytest tests with this "
                             "project's scorer as the verifier and write the reward where Harbor reads it.",
                             epilog=HARBOR_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip

@@ -12,6 +12,7 @@ from typing import Any
 
 from .. import judged
 from ..ledger import DEFAULT_LEDGER
+from . import HELP
 
 __all__ = ["cmd_import", "register"]
 
@@ -38,7 +39,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``import-judged`` to the ``objective-score`` parser."""
-    parser = sub.add_parser("import-judged", help="Record scores a model judge produced, labelled judge-based (never evidence)",
+    parser = sub.add_parser("import-judged", help=HELP["import-judged"],
                             description=judged.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     parser.add_argument("file", metavar="FILE", help="JSONL or JSON rows: task_id, harness, score (and anything else, kept)")
     parser.add_argument("--benchmark", required=True, metavar="NAME", help="The benchmark the scores belong to")

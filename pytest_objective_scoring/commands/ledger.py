@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from ..errors import CommandError
 from ..ledger import DEFAULT_LEDGER
+from . import HELP
 from .shared import existing_ledger
 
 __all__ = ["entry_summary", "register"]
@@ -145,7 +146,7 @@ def cmd_ledger_show(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``ledger`` and its actions to the ``objective-score`` parser."""
-    ledger = sub.add_parser("ledger", help="Verify, export or list the append-only ledger",
+    ledger = sub.add_parser("ledger", help=HELP["ledger"],
                             description="The append-only, hash-chained ledger of graded runs. Every action but "
                             "appending opens it read-only; a file that cannot be read as a ledger is exit 2.")  # fmt: skip
     actions = ledger.add_subparsers(dest="action", required=True, metavar="ACTION")

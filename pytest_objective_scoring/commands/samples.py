@@ -30,6 +30,7 @@ from .. import options, samples
 from ..errors import EXIT_INFRASTRUCTURE, CommandError
 from ..ledger import DEFAULT_LEDGER
 from ..samples import Outcome, Problem, Sample, SampleResult
+from . import HELP
 
 __all__ = ["Runner", "WarmPool", "cmd_grade_samples", "register", "run_sample", "run_samples"]
 
@@ -128,8 +129,7 @@ def _cutoff(value: str) -> Any:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``grade-samples`` to the ``objective-score`` parser."""
     parser = sub.add_parser(
-        "grade-samples", help="Run function-level benchmark samples (HumanEval, MBPP, EvoEval, BigCodeBench, "
-        "LiveCodeBench) in subprocesses and report pass@k and pass^k",
+        "grade-samples", help=HELP["grade-samples"],
         description="Grade samples of function-level benchmarks by executing each against its problem's tests in "
         "a subprocess with a timeout, never in the grader's process; report pass@k (unbiased) and pass^k per problem.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 from ..errors import CommandError
 from ..ledger import DEFAULT_LEDGER
+from . import HELP
 from .shared import existing_ledger
 
 __all__ = ["cmd_scorecard", "register", "select_scorecards"]
@@ -173,7 +174,7 @@ def _scorecard_diff_table(result: dict[str, Any]) -> None:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``scorecard`` to the ``objective-score`` parser."""
-    card = sub.add_parser("scorecard", help="Show a run's hierarchical scorecard, or diff two sets of runs stage by stage",
+    card = sub.add_parser("scorecard", help=HELP["scorecard"],
                           description="objective-score scorecard RUN | objective-score scorecard diff RUN_A RUN_B",
                           epilog=SCORECARD_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     card.add_argument("runs", nargs="+", metavar="RUN", help="RUN, or: diff RUN_A RUN_B")

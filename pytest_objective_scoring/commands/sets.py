@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import sets
 from ..ledger import DEFAULT_LEDGER, Ledger
+from . import HELP
 
 __all__ = ["register"]
 
@@ -105,7 +106,7 @@ def _when(value: str) -> int:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``sets`` and its actions to the ``objective-score`` parser."""
     parser = subparsers.add_parser(
-        "sets", help="Benchmark sets: development, regression and holdout_live; burning, rotation, timestamp gating",
+        "sets", help=HELP["sets"],
         description="Keep generalization honest: three task sets never conflated, contamination status by rule, "
         "tasks used in a decision burned, holdout sets rotated, tasks gated by a model's training cutoff.",
         epilog=SETS_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
