@@ -88,13 +88,16 @@ def normalize(envelope: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture
 def run_and_parse(pytester: pytest.Pytester) -> Callable[..., tuple[pytest.RunResult, dict[str, Any]]]:
-    """Run pytest with the plugin (in a subprocess), load the envelope and check its invariants."""
+    """Run pytest with the plugin, load the envelope and check its invariants. A serial run is in
+    this process (pytester's in-process run: a fresh config and plugin manager, about a tenth of a
+    subprocess's start-up); under xdist (``n``), or with ``subprocess=True`` when the test measures
+    the process itself (its CPU), it is a subprocess."""
 
-    def run(instance: Path, *args: str, n: int = 0, out: str = "envelope.json") -> tuple[pytest.RunResult, dict[str, Any]]:
+    def run(instance: Path, *args: str, n: int = 0, out: str = "envelope.json",
+            subprocess: bool = False) -> tuple[pytest.RunResult, dict[str, Any]]:  # fmt: skip
         extra = ["-n", str(n)] if n else []
-        result = pytester.runpytest_subprocess(
-            f"--objective-score={instance}", f"--objective-score-out={out}", "-p", "no:randomly", *extra, *args
-        )
+        runner = pytester.runpytest_subprocess if n or subprocess else pytester.runpytest_inprocess
+        result = runner(f"--objective-score={instance}", f"--objective-score-out={out}", "-p", "no:randomly", *extra, *args)
         path = pytester.path / out
         assert path.exists(), result.stdout.str() + result.stderr.str()
         envelope = json.loads(path.read_text(encoding="utf-8"))

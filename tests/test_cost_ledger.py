@@ -261,7 +261,7 @@ def test_the_plugin_measures_cpu_of_every_xdist_worker_and_reads_the_harness_cos
 
     before = children_cpu()
     result, envelope = run_and_parse(instance, f"--objective-cost={cost_file}", "--objective-compute-rate=0.5",
-                                     f"--objective-ledger={ledger}", n=num_processes)  # fmt: skip
+                                     f"--objective-ledger={ledger}", n=num_processes, subprocess=True)  # fmt: skip
     spent = children_cpu() - before  # everything the pytest process tree used, start-up included
     assert result.ret == 0
     assert envelope["cost"]["cpu"] <= spent + 0.05, "no process's CPU is counted twice"

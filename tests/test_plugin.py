@@ -283,14 +283,14 @@ def test_select_runs_only_listed_tests(pytester, write_instance, num_processes):
 def test_gate_sets_exit_status_from_verdict(pytester, write_instance, listed, expected):
     pytester.makepyfile(test_outcomes=OUTCOME_MODULE)
     instance = write_instance(ids(listed[0]), ids(listed[1]))
-    result = pytester.runpytest_subprocess(f"--objective-score={instance}", "--objective-gate")
+    result = pytester.runpytest_inprocess(f"--objective-score={instance}", "--objective-gate")
     assert result.ret == expected
 
 
 def test_without_gate_pytest_keeps_its_own_exit_status(pytester, write_instance):
     pytester.makepyfile(test_outcomes=OUTCOME_MODULE)
     instance = write_instance(ids(["passes"]))
-    result = pytester.runpytest_subprocess(f"--objective-score={instance}")
+    result = pytester.runpytest_inprocess(f"--objective-score={instance}")
     assert result.ret == 1  # unlisted tests failed; the verdict does not hide that
     result.stdout.fnmatch_lines(["verdict: RESOLVED"])
 
@@ -376,7 +376,7 @@ def test_json_report_carries_the_score(pytester, write_instance, run_and_parse):
 def test_bad_instance_is_a_usage_error_never_a_verdict(pytester, content, fragment):
     (pytester.path / "bad.json").write_text(content, encoding="utf-8")
     pytester.makepyfile(test_a="def test_a():\n    pass\n")
-    result = pytester.runpytest_subprocess("--objective-score=bad.json", "--objective-score-out=out.json")
+    result = pytester.runpytest_inprocess("--objective-score=bad.json", "--objective-score-out=out.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*bad.json*{fragment}*"])
     assert not (pytester.path / "out.json").exists()
@@ -386,10 +386,10 @@ def test_dataset_needs_an_instance_id(pytester, write_instance):
     rows = [{"instance_id": f"r-{i}", "FAIL_TO_PASS": "[\"test_a.py::test_a\"]", "PASS_TO_PASS": "[]"} for i in (1, 2)]
     (pytester.path / "data.jsonl").write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
     pytester.makepyfile(test_a="def test_a():\n    pass\n")
-    result = pytester.runpytest_subprocess("--objective-score=data.jsonl")
+    result = pytester.runpytest_inprocess("--objective-score=data.jsonl")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*holds 2 instances*--objective-instance-id*"])
-    result = pytester.runpytest_subprocess("--objective-score=data.jsonl", "--objective-instance-id=r-2", "--objective-gate")
+    result = pytester.runpytest_inprocess("--objective-score=data.jsonl", "--objective-instance-id=r-2", "--objective-gate")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["instance: r-2 *", "verdict: RESOLVED"])
 
@@ -401,7 +401,7 @@ def test_dataset_needs_an_instance_id(pytester, write_instance):
 )
 def test_options_without_an_instance_are_refused(pytester, args):
     pytester.makepyfile(test_a="def test_a():\n    pass\n")
-    result = pytester.runpytest_subprocess(*args)
+    result = pytester.runpytest_inprocess(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*needs --objective-score=INSTANCE*"])
 
@@ -416,7 +416,7 @@ def test_dist_each_is_refused(pytester, write_instance):
 
 def test_bad_compat_value_is_a_usage_error(pytester, write_instance):
     instance = write_instance(["test_a.py::test_a"])
-    result = pytester.runpytest_subprocess(f"--objective-score={instance}", "--objective-compat=lenient")
+    result = pytester.runpytest_inprocess(f"--objective-score={instance}", "--objective-compat=lenient")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*'lenient' is not a compat mode*"])
 
@@ -425,12 +425,12 @@ def test_settings_from_ini_and_environment(pytester, write_instance, monkeypatch
     pytester.makepyfile(test_a="def test_a():\n    pass\n")
     write_instance(["test_a.py::test_a"], name="inst.json")
     pytester.makeini("[pytest]\nobjective_score = inst.json\nobjective_gate = true\nobjective_score_out = from-ini.json\n")
-    result = pytester.runpytest_subprocess()
+    result = pytester.runpytest_inprocess()
     assert result.ret == 0
     assert json.loads((pytester.path / "from-ini.json").read_text())["score"]["resolved"] == "resolved"
     pytester.makeini("[pytest]\n")
     monkeypatch.setenv("PYTEST_OBJECTIVE_SCORE", str(pytester.path / "inst.json"))
-    result = pytester.runpytest_subprocess("--objective-gate")
+    result = pytester.runpytest_inprocess("--objective-gate")
     result.stdout.fnmatch_lines(["verdict: RESOLVED"])
 
 
@@ -455,7 +455,7 @@ def test_patch_ref_from_option_and_from_the_worktree(pytester, write_instance, r
 
 
 def test_help_lists_the_options(pytester):
-    result = pytester.runpytest_subprocess("--help")
+    result = pytester.runpytest_inprocess("--help")
     result.stdout.fnmatch_lines(
         ["Classify tests and gate on FAIL_TO_PASS / PASS_TO_PASS outcomes:", "*--objective-score=INSTANCE*", "*--objective-instance-id=ID*",
          "*--objective-compat=MODE*", "*--objective-patch-ref=REF*", "*--objective-score-out=FILE*", "*--objective-gate*",
@@ -465,13 +465,13 @@ def test_help_lists_the_options(pytester):
 
 def test_header_names_the_instance(pytester, write_instance):
     pytester.makepyfile(test_a="def test_a():\n    pass\n")
-    result = pytester.runpytest_subprocess(f"--objective-score={write_instance(['test_a.py::test_a'])}")
+    result = pytester.runpytest_inprocess(f"--objective-score={write_instance(['test_a.py::test_a'])}")
     result.stdout.fnmatch_lines(["objective-scoring: demo__demo-1 (1 FAIL_TO_PASS, 0 PASS_TO_PASS) compat=strict gate=off"])
 
 
 def test_disabled_plugin_adds_nothing(pytester):
     pytester.makepyfile(test_a="def test_a():\n    pass\n")
-    result = pytester.runpytest_subprocess()
+    result = pytester.runpytest_inprocess()
     assert result.ret == 0
     assert "objective scoring" not in result.stdout.str()
     assert "objective-scoring:" not in result.stdout.str()
@@ -491,14 +491,14 @@ def test_importing_the_plugin_is_cheap():
 def test_quiet_mode_still_shows_the_verdict(pytester, write_instance):
     pytester.makepyfile(test_a="def test_a():\n    pass\n")
     instance = write_instance(["test_a.py::test_a"])
-    assert "verdict: RESOLVED" in pytester.runpytest_subprocess(f"--objective-score={instance}", "-q").stdout.str()
-    assert "verdict:" not in pytester.runpytest_subprocess(f"--objective-score={instance}", "-qq").stdout.str()
+    assert "verdict: RESOLVED" in pytester.runpytest_inprocess(f"--objective-score={instance}", "-q").stdout.str()
+    assert "verdict:" not in pytester.runpytest_inprocess(f"--objective-score={instance}", "-qq").stdout.str()
 
 
 def test_envelope_file_in_new_directory(pytester, write_instance):
     pytester.makepyfile(test_a="def test_a():\n    pass\n")
     instance = write_instance(["test_a.py::test_a"])
-    result = pytester.runpytest_subprocess(f"--objective-score={instance}", "--objective-score-out=deep/er/out.json")
+    result = pytester.runpytest_inprocess(f"--objective-score={instance}", "--objective-score-out=deep/er/out.json")
     assert result.ret == 0
     result.stdout.fnmatch_lines([f"score written to: {Path(pytester.path, 'deep/er/out.json')}"])
 

@@ -77,7 +77,7 @@ def test_the_settings_are_still_reachable_from_options():
 def test_an_ini_gate_without_an_instance_is_still_refused(pytester):
     pytester.makeini("[pytest]\nobjective_gate = true\n")
     pytester.makepyfile(test_a="def test_a():\n    pass\n")
-    result = pytester.runpytest_subprocess()
+    result = pytester.runpytest_inprocess()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--objective-gate needs --objective-score=INSTANCE*"])
 
@@ -87,7 +87,7 @@ def test_an_ini_gate_without_an_instance_is_still_refused(pytester):
 
 def test_no_file_is_named_when_none_was_written(pytester, write_instance):
     pytester.makepyfile(test_a="def test_a():\n    pass\n")
-    result = pytester.runpytest_subprocess(f"--objective-score={write_instance(['test_a.py::test_a'])}")
+    result = pytester.runpytest_inprocess(f"--objective-score={write_instance(['test_a.py::test_a'])}")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["verdict: RESOLVED"])
     assert "score written to" not in result.stdout.str() and "None" not in result.stdout.str()
@@ -95,7 +95,7 @@ def test_no_file_is_named_when_none_was_written(pytester, write_instance):
 
 def test_a_run_on_trusted_code_says_its_status_in_one_line(pytester, write_instance):
     pytester.makepyfile(test_a="def test_a():\n    pass\n")
-    result = pytester.runpytest_subprocess(f"--objective-score={write_instance(['test_a.py::test_a'])}",
+    result = pytester.runpytest_inprocess(f"--objective-score={write_instance(['test_a.py::test_a'])}",
                                            "--objective-score-out=out.json")  # fmt: skip
     assert result.ret == 0
     status = [line for line in result.stdout.lines if line.startswith(("integrity", "task audit"))]
@@ -120,7 +120,7 @@ def test_a_tampered_run_says_not_to_rely_on_its_verdict(pytester, write_instance
         """
     )
     pytester.makepyfile(test_a="def test_a():\n    assert False\n")
-    result = pytester.runpytest_subprocess(f"--objective-score={write_instance(['test_a.py::test_a'])}")
+    result = pytester.runpytest_inprocess(f"--objective-score={write_instance(['test_a.py::test_a'])}")
     result.stdout.fnmatch_lines(["integrity: INVALID (tampered_outcome) - do not rely on this verdict: a report said passed*"])
 
 
@@ -161,20 +161,20 @@ def test_the_status_line_says_what_the_disposition_means(envelope, line, markup)
 def test_the_plugins_folder_ignores_itself_once_made(pytester, write_instance):
     pytester.makepyfile(test_a="def test_a():\n    pass\n")
     instance = write_instance(["test_a.py::test_a"])
-    assert pytester.runpytest_subprocess(f"--objective-score={instance}").ret == 0
+    assert pytester.runpytest_inprocess(f"--objective-score={instance}").ret == 0
     folder = pytester.path / ".objective-scoring"
     assert (folder / "ledger.sqlite").is_file()
     assert (folder / ".gitignore").read_text(encoding="utf-8").splitlines()[-1] == "*"
     assert not list(pytester.path.glob(".objective-scoring-files-*")), "the staging folder is gone"
     (folder / ".gitignore").write_text("# mine\n", encoding="utf-8")
-    assert pytester.runpytest_subprocess(f"--objective-score={instance}").ret == 0
+    assert pytester.runpytest_inprocess(f"--objective-score={instance}").ret == 0
     assert (folder / ".gitignore").read_text(encoding="utf-8") == "# mine\n", "an existing folder is left as it is"
 
 
 def test_a_folder_made_by_someone_else_is_left_as_it_is(pytester, write_instance):
     pytester.makepyfile(test_a="def test_a():\n    pass\n")
     (pytester.path / ".objective-scoring").mkdir()
-    assert pytester.runpytest_subprocess(f"--objective-score={write_instance(['test_a.py::test_a'])}").ret == 0
+    assert pytester.runpytest_inprocess(f"--objective-score={write_instance(['test_a.py::test_a'])}").ret == 0
     assert (pytester.path / ".objective-scoring" / "ledger.sqlite").is_file()
     assert not (pytester.path / ".objective-scoring" / ".gitignore").exists()
 
@@ -188,7 +188,7 @@ def test_git_status_does_not_show_the_plugins_folder(pytester, write_instance):
     subprocess.run([*git, "init", "-q"], cwd=pytester.path, check=True)
     subprocess.run([*git, "add", "."], cwd=pytester.path, check=True)
     subprocess.run([*git, "commit", "-qm", "base"], cwd=pytester.path, check=True)
-    result = pytester.runpytest_subprocess(f"--objective-score={instance}", "-p", "no:cacheprovider")
+    result = pytester.runpytest_inprocess(f"--objective-score={instance}", "-p", "no:cacheprovider")
     assert result.ret == 0 and (pytester.path / ".objective-scoring" / "ledger.sqlite").is_file()
     status = subprocess.run([*git, "status", "--porcelain", "--untracked-files=all"], cwd=pytester.path,
                             capture_output=True, text=True, check=True).stdout  # fmt: skip
