@@ -546,13 +546,13 @@ def test_a_working_state_that_breaks_its_own_run_is_not_solved_never_infrastruct
     ledger = tmp_path / "ledger.sqlite"
     task = shutil.copytree(CSV, tmp_path / "task")
     toml = task / "task.toml"
-    toml.write_text(toml.read_text().replace("timeout_sec = 60.0", "timeout_sec = 5.0"))  # the verifier's
+    toml.write_text(toml.read_text().replace("timeout_sec = 60.0", "timeout_sec = 3.0"))  # the verifier's
     for name, code in (("exits", "import os\nos._exit(0)\n"), ("hangs", "import time\ntime.sleep(60)\n")):
         workdir = tmp_path / name
         shutil.copytree(CSV / "environment", workdir, ignore=shutil.ignore_patterns("Dockerfile"))
         (workdir / "csvtotal.py").write_text(code)
         spec = load_task(task)
-        result = run_task(spec, RunOptions(workdir=workdir, timeout=5, ledger=ledger, out=tmp_path / name / "out"))
+        result = run_task(spec, RunOptions(workdir=workdir, timeout=3, ledger=ledger, out=tmp_path / name / "out"))
         assert (result.outcome, result.failure_class, result.exit_code) == ("not_solved", "solver", EXIT_NOT_SOLVED), name
         assert result.verification.reward is not None and result.verification.reward.reward == 0.0
         assert "working state broke its own run" in (result.verification.attribution or "")
