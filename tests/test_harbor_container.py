@@ -811,6 +811,29 @@ TRIVIAL = {
 
 @pytest.mark.slow
 @real_engine
+def test_the_images_python_is_asked_once_of_a_fresh_container(tmp_path: Path) -> None:
+    """The image's Python with pytest is asked of the first container, fresh from the image (nothing of
+    a solution or a working state in it), once a run: every later container of the image reuses the
+    answer. A solution that then removes pytest never gets a verdict from it: its run says why."""
+    breaker = "echo ok > done.txt\nrm -rf /usr/lib/python3/dist-packages/pytest /usr/lib/python3/dist-packages/_pytest\n"
+    task = make_task(tmp_path / "breaks", "", {**TRIVIAL, "solution/solve.sh": breaker})
+    result = real_run(task, tmp_path, solution=True)
+    initial, oracle = result.initial, result.verification
+    assert initial is not None and initial.status == "verdict" and not initial.solved
+    assert initial.container is not None and oracle.container is not None
+    assert initial.container["python"] == oracle.container["python"] == "/usr/bin/python3"
+    probes = [c for c in commands(result, "exec") if "import pytest" in " ".join(c)]
+    first = created(result)[0]
+    assert len(probes) == 1 and probes[0][-4] == first, "asked once, of the first container"
+    calls = [c[1:] for c in (result.container or {})["commands"]]
+    assert calls.index(probes[0]) < min(i for i, c in enumerate(calls) if c[0] == "cp" and first in " ".join(c)), \
+        "before anything was copied into or out of it"
+    assert not oracle.solved and oracle.status == "no_verdict"
+    assert oracle.no_verdict_reason == "pytest is not installed for /usr/bin/python3"
+
+
+@pytest.mark.slow
+@real_engine
 def test_a_failing_build_is_a_setup_failure_and_runs_nothing(tmp_path: Path) -> None:
     task = make_task(tmp_path / "broken", "", {**TRIVIAL, "environment/Dockerfile": "FROM python:3.12\nRUN false\n"})
     result = real_run(task, tmp_path, solution=True)
