@@ -188,7 +188,8 @@ class TaskContainer:
         self.default_user = service.user if service else None
         self.healthchecks: list[dict[str, Any]] = []
         self.storage: dict[str, Any] = {}
-        self.pythons: dict[tuple[str, ...], str | None] = {}  # the image's Python with pytest, by verifier user
+        self.python: str | None = None  # the image's Python with pytest (as the verifier's user), once asked
+        self.python_asked = False
 
     # -- the engine's command line
 
@@ -419,22 +420,21 @@ class TaskContainer:
 
     def _probe_python(self, name: str) -> None:
         """Ask a fresh container (nothing of a solution or a working state in it yet) for the image's
-        Python that imports pytest (python3, then python) as the verifier's user, once per user: it is
-        the image's, so every later container of the image gets the same answer without an engine
-        command, and a solution or working state that breaks it breaks its own run (not solved),
-        never the verifier's setup."""
-        user = self._user_flags("verifier")
-        if tuple(user) in self.pythons:
+        Python that imports pytest (python3, then python) as the verifier's user, once a run: it is the
+        image's, so every later container of the run gets the same answer without an engine command.
+        (A solution that then removes pytest gets no verdict from this project's verifier: its run
+        says that pytest is not installed.)"""
+        if self.python_asked:
             return
-        done = self._call("exec", *user, name, "sh", "-c", _FIND_PYTHON, check=False)
+        done = self._call("exec", *self._user_flags("verifier"), name, "sh", "-c", _FIND_PYTHON, check=False)
         lines = [line.strip() for line in done.stdout.splitlines() if line.strip()]
-        self.pythons[tuple(user)] = lines[-1] if done.returncode == 0 and lines else None
+        self.python, self.python_asked = (lines[-1] if done.returncode == 0 and lines else None), True
 
     def find_python(self, name: str) -> str | None:
-        """The image's Python that imports pytest, or None (probed when the first container of the
+        """The image's Python that imports pytest, or None (asked when the first container of the
         verifier was created, :meth:`_probe_python`)."""
         self._probe_python(name)
-        return self.pythons[tuple(self._user_flags("verifier"))]
+        return self.python
 
     def _user_flags(self, phase: str) -> list[str]:
         user = (self.spec.agent_user if phase == "agent" else self.spec.verifier_user) or self.default_user
