@@ -12,7 +12,8 @@ This measures, on a fixture repository (default ``intervals``) and in alternatin
 Both give the same outcome (every run must pass, or the timings mean nothing: exit 2). CPU is the
 children's (``wait4``), so the numbers are the test process's own. It prints the CPU seconds per
 run of each and the ratio warm / cold: what a warm test process per interpreter would save per
-grading. Measurement only: no grading uses a fork server (docs/development.md says why not yet).
+grading, at most (no sandbox, no recorder). What gradings get from ``warm.py``, which does this
+with the sandbox: ``bench_warm_grading.py``.
 """
 
 from __future__ import annotations

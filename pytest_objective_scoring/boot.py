@@ -15,7 +15,8 @@ read-only tools folder, then in this order:
    compares every pytest, pluggy and unittest attribute at the session's end); these are signals, never verdicts: the runner counts one against a candidate only when
    the control run does not show it too;
 3. runs ``site`` (the environment's own ``.pth`` files and ``sitecustomize``; the copy is not on the
-   path yet, so no module of the copy can stand in for one);
+   path yet, so no module of the copy can stand in for one), unless the process was forked from a
+   warm test process (:mod:`.warm_server`) that ran it, and pytest's import, before it forked;
 4. puts the copy's import roots first on the path (as ``python -m pytest`` from the copy would) and
    runs pytest as ``python -m pytest`` does; the recorder, loaded by pytest (``-p``), takes the
    channel from this module once.
@@ -183,9 +184,10 @@ def main():
     guarded = [g for g in os.environ.get(_PREFIX + "GUARDED", "").split(os.pathsep) if g]
     if CHANNEL is not None and hasattr(sys, "addaudithook"):
         sys.addaudithook(Watch(CHANNEL, copy, guarded))
-    import site
+    if not sys.__dict__.pop("_objective_scoring_warm", False):  # a warm test process (warm_server.py) ran it once
+        import site
 
-    site.main()
+        site.main()
     tools = os.path.dirname(os.path.abspath(__file__))
     roots = [r for r in os.environ.get(_PREFIX + "IMPORT_ROOTS", "").split(os.pathsep) if r]
     for entry in [os.getcwd(), tools] + roots:

@@ -15,16 +15,20 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 __all__ = [
     "Interrupted",
     "allow_runs",
+    "copy_capped",
+    "end_group",
     "isolation_prefix",
     "kill_all",
+    "kill_group",
     "network_isolation",
     "pid_isolation",
     "run_process",
+    "start_group",
 ]
 
 _NETWORK_PREFIX: list[str] | None = None
@@ -103,6 +107,30 @@ def _kill_group(group: int) -> None:
         pass
 
 
+def start_group(start: Callable[[], int]) -> int:
+    """``start()`` a run that makes a process group of its own and returns its number, unless the
+    grading is being stopped (:class:`Interrupted`); the group is killed by :func:`kill_all` until
+    :func:`end_group`. For runs not started by :func:`run_process` (a warm test process's, :mod:`.warm`)."""
+    with _LIVE_LOCK:
+        if _STOPPING.is_set():
+            raise Interrupted("the grading was stopped")
+        group = start()
+        _LIVE_GROUPS.add(group)
+    return group
+
+
+def end_group(group: int) -> None:
+    """Kill what is left of ``group`` and forget it (:func:`start_group`)."""
+    _kill_group(group)
+    with _LIVE_LOCK:
+        _LIVE_GROUPS.discard(group)
+
+
+def kill_group(group: int) -> None:
+    """SIGKILL to every process of ``group`` (gone already: nothing)."""
+    _kill_group(group)
+
+
 def run_process(
     command: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float, log: Path,
     stdin_data: bytes = b"", pass_fds: Sequence[int] = (), max_output: int | None = None,
@@ -140,9 +168,10 @@ def run_process(
         os.close(reader)
     copier = None
     if max_output is not None:
-        copier = threading.Thread(target=_copy_capped, args=(proc, log, max_output, flood if flood is not None else {}),
-                                  daemon=True)  # fmt: skip
-        copier.start()
+        assert proc.stdout is not None
+        fd = os.dup(proc.stdout.fileno())  # the copier's to close
+        proc.stdout.close()
+        copier = copy_capped(proc.pid, fd, log, max_output, flood if flood is not None else {})
     waited: dict[str, Any] = {}
 
     def wait() -> None:
@@ -178,20 +207,28 @@ def run_process(
     return (None if timed_out else code), timed_out, time.perf_counter() - started, float(waited["cpu"])
 
 
-def _copy_capped(proc: subprocess.Popen[bytes], log: Path, limit: int, flood: dict[str, int]) -> None:
-    """Copy ``proc``'s output to ``log`` up to ``limit`` bytes; past it, kill its group and say so."""
-    assert proc.stdout is not None
-    written = 0
-    with open(log, "ab") as out:
-        while True:
-            chunk = os.read(proc.stdout.fileno(), 1 << 16)
-            if not chunk:
-                break
-            if written + len(chunk) > limit:
-                out.write(chunk[: max(0, limit - written)])
-                flood["bytes"] = written + len(chunk)
-                _kill_group(proc.pid)
-                break
-            out.write(chunk)
-            written += len(chunk)
-    proc.stdout.close()
+def copy_capped(group: int, fd: int, log: Path, limit: int, flood: dict[str, int]) -> threading.Thread:
+    """A thread that copies the output read from ``fd`` to ``log`` up to ``limit`` bytes; past it,
+    it kills ``group`` and says so in ``flood``. ``fd`` is closed at the end."""
+
+    def copy() -> None:
+        written = 0
+        try:
+            with open(log, "ab") as out:
+                while True:
+                    chunk = os.read(fd, 1 << 16)
+                    if not chunk:
+                        break
+                    if written + len(chunk) > limit:
+                        out.write(chunk[: max(0, limit - written)])
+                        flood["bytes"] = written + len(chunk)
+                        _kill_group(group)
+                        break
+                    out.write(chunk)
+                    written += len(chunk)
+        finally:
+            os.close(fd)
+
+    thread = threading.Thread(target=copy, daemon=True)
+    thread.start()
+    return thread

@@ -410,22 +410,48 @@ def _which(name, root):
     raise OSError(2, "no %s on PATH inside the sandbox" % name)
 
 
-def _init(spec, status_fd):
-    # type: (Dict[str, Any], int) -> None
+def drop_capabilities(libc):
+    # type: (Any) -> None
+    """No capability left, effective, permitted, inheritable or ambient: what an ``exec`` as the
+    unprivileged user inside leaves (a process forked, not started, keeps the user namespace's full
+    set otherwise). Checked in /proc/self/status: raises if one is left."""
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    header, data = Header(0x20080522, 0), (ctypes.c_uint32 * 6)()  # _LINUX_CAPABILITY_VERSION_3, two words of three sets
+    if libc.capset(ctypes.byref(header), data) != 0:
+        fail("capset")
+    libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
+    with open("/proc/self/status") as handle:
+        left = [line.split(":")[0] for line in handle if line.startswith(("CapInh", "CapPrm", "CapEff", "CapAmb"))
+                and int(line.split(":")[1].strip() or "0", 16) != 0]
+    if left:
+        raise OSError(1, "capabilities left after capset: " + ", ".join(left))
+
+
+def _init(spec, status_fd, start=None):
+    # type: (Dict[str, Any], int, Optional[Any]) -> None
     """PID 1 of the namespace: build the root, say so, start the command, reap everything, and end with
-    the command's status (the kernel then kills whatever is left in the namespace)."""
+    the command's status (the kernel then kills whatever is left in the namespace). ``start`` (the
+    warm test process, :mod:`.warm_server`): called in the command's process instead of an ``exec``,
+    after every capability is dropped; what it raises is not caught here."""
     libc = _libc()
     try:
         die_with_parent(libc)
         libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
         Builder(spec).build()
-        executable = _which(spec["command"][0], spec["root"])
+        executable = _which(spec["command"][0], spec["root"]) if start is None else ""
         if not spec.get("network"):
             loopback_up()
         if libc.chroot(_b(spec["root"])) != 0:
             fail("chroot")
         os.chdir(spec["cwd"])
         libc.sethostname(b"sandbox", 7)
+        if start is not None:
+            drop_capabilities(libc)
+            if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+                fail("prctl(PR_SET_NO_NEW_PRIVS)")
     except BaseException as exc:
         _tell(status_fd, "fail: %s" % exc)
         os._exit(SETUP_FAILED)
@@ -433,6 +459,13 @@ def _init(spec, status_fd):
     os.close(status_fd)
     command = spec["command"]
     child = os.fork()
+    if child == 0 and start is not None:
+        libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # as after an exec: the run may read its own /proc files
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as a new interpreter has them
+        for name in ("SIGTERM", "SIGHUP"):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
+        start()
+        sys.exit(0)
     if child == 0:
         try:
             libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
@@ -456,7 +489,12 @@ def _init(spec, status_fd):
 def main(argv=None):
     # type: (Optional[List[str]]) -> int
     """``sandbox.py SPEC_JSON``: run ``spec["command"]`` confined as the spec says."""
-    spec = json.loads((argv or sys.argv)[1])
+    return confine(json.loads((argv or sys.argv)[1]))
+
+
+def confine(spec, start=None):
+    # type: (Dict[str, Any], Optional[Any]) -> int
+    """Run ``spec["command"]`` confined as the spec says (or ``start``, :func:`_init`); its exit code."""
     status_fd = int(spec["status_fd"])
     libc = _libc()
     uid, gid = os.geteuid(), os.getegid()
@@ -477,7 +515,7 @@ def main(argv=None):
         return SETUP_FAILED
     child = os.fork()
     if child == 0:
-        _init(spec, status_fd)
+        _init(spec, status_fd, start)
         os._exit(1)  # not reached
     os.close(status_fd)
     while True:

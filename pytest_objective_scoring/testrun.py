@@ -174,11 +174,15 @@ def run_tests(**arguments: Any) -> RunRecord:
     launcher says it could not build its root, the next mode is tried."""
     from . import sandbox
 
+    from . import warm
+
     workdir = str(Path(arguments["workspace"]).parent)
     while True:
         mode, why = sandbox.probe(workdir)
         try:
             return run_in(mode, why, **arguments)
+        except warm.WarmFailure as exc:  # made again, cold (the warm process never had the candidate's code)
+            warm.disable(arguments["python"], str(exc))
         except SandboxFailure as exc:
             if mode == "none":
                 raise
@@ -220,7 +224,7 @@ def run_in(
     under an unpredictable name and hands to the test process as an open descriptor; its key
     reaches the recorder on standard input, never through the environment.
     """
-    from . import sandbox
+    from . import sandbox, warm
 
     tools, home, tmp = workspace / "tools", workspace / "home", workspace / "tmp"
     for folder in (tools, home, tmp):  # re-runs of the same candidate (``keep_state``) keep its home and tmp
@@ -276,16 +280,43 @@ def run_in(
     status_reader, status_writer = status
     if mode == "none":
         launch = [*isolation_prefix(network), *command]
+    warm_process, cold_why = (None, "") if mode != "namespaces" else warm.acquire(python, base_env())
+    if warm_process is not None:
+        clash = warm.clashes(warm_process.modules, [run_copy, *map(Path, roots)])
+        if clash:
+            warm.release(warm_process)
+            warm_process, cold_why = None, ("the copy provides modules the warm process imported: "
+                                            + ", ".join(clash[:8]))  # fmt: skip
+    if mode == "namespaces":
+        isolation = {**isolation, "start": "warm" if warm_process is not None else "cold"}
+        if cold_why:
+            isolation["cold_because"] = cold_why
     before = protect.snapshot(copy, guarded) if mode != "namespaces" else {}
     flood: dict[str, int] = {}
     try:
         with watching(descriptor, progress):
-            code, timed_out, wall, cpu = run_process(
-                launch, cwd=run_copy if mode == "none" else Path("/"), env=environ, timeout=timeout, log=log,
-                stdin_data=(key + "\n").encode("ascii"),
-                pass_fds=(writer,) if status_writer < 0 else (writer, status_writer), max_output=max_output, flood=flood,
-            )  # fmt: skip
+            if warm_process is not None:
+                request = {"spec": json.loads(launch[-1]), "boot": command[4], "argv": command[5:], "orig_argv": command,
+                           "env": {**environ, "OBJECTIVE_SCORING_RECORD_FD": "3"}}  # fmt: skip
+                try:
+                    code, timed_out, wall, cpu = warm_process.run(
+                        request, timeout=timeout, log=log, stdin_data=(key + "\n").encode("ascii"), record_fd=writer,
+                        status_fd=status_writer, max_output=max_output, flood=flood,
+                    )  # fmt: skip
+                finally:
+                    warm.release(warm_process)
+            else:
+                code, timed_out, wall, cpu = run_process(
+                    launch, cwd=run_copy if mode == "none" else Path("/"), env=environ, timeout=timeout, log=log,
+                    stdin_data=(key + "\n").encode("ascii"),
+                    pass_fds=(writer,) if status_writer < 0 else (writer, status_writer), max_output=max_output,
+                    flood=flood,
+                )  # fmt: skip
         text = read_bounded(descriptor)
+    except BaseException:
+        if status_reader >= 0:
+            os.close(status_reader)
+        raise
     finally:
         os.close(writer)
         os.close(descriptor)
@@ -293,6 +324,8 @@ def run_in(
             os.close(status_writer)
     if status_reader >= 0:
         ok, failure = sandbox.read_status(status_reader)
+        if not ok and warm_process is not None:
+            raise warm.WarmFailure(f"a run forked from the warm process could not be confined: {failure}")
         if not ok:
             raise SandboxFailure(failure)
     run = RunRecord(command=command, label=label, exit_code=code, timed_out=timed_out, wall_time=wall, cpu=cpu)
