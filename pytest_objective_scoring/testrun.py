@@ -171,10 +171,9 @@ def _run_dir(workspace: Path, label: str) -> Path:
 def run_tests(**arguments: Any) -> RunRecord:
     """Run pytest on ``test_files`` over the pristine ``copy`` and collect the recorder's facts
     (:func:`run_in`), in the best sandbox this machine gives (:func:`.sandbox.probe`): when the
-    launcher says it could not build its root, the next mode is tried."""
-    from . import sandbox
-
-    from . import warm
+    launcher says it could not build its root, the next mode is tried; when a warm test process
+    (:mod:`.warm`) fails, the run is made again, cold."""
+    from . import sandbox, warm
 
     workdir = str(Path(arguments["workspace"]).parent)
     while True:
