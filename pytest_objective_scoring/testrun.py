@@ -279,7 +279,11 @@ def run_in(
     status_reader, status_writer = status
     if mode == "none":
         launch = [*isolation_prefix(network), *command]
-    warm_process, cold_why = (None, "") if mode != "namespaces" else warm.acquire(python, base_env())
+    warm_process, cold_why = None, ""
+    if mode == "namespaces" and shuffle_seed is not None:  # a robustness re-run: its own hash seed too, as ever
+        cold_why = "a re-run in a shuffled order starts cold: an interpreter and a hash seed of its own"
+    elif mode == "namespaces":
+        warm_process, cold_why = warm.acquire(python, base_env())
     if warm_process is not None:
         clash = warm.clashes(warm_process.modules, [run_copy, *map(Path, roots)])
         if clash:

@@ -11,8 +11,9 @@ A run starts cold instead when its copy provides a top-level module the warm pro
 copy's own pytest or pluggy, a package an environment's start-up imported: a cold start would
 import the copy's), when the environment changed since the warm process started (its folders'
 times), or when warm processes are off for the interpreter (one failed to start or to run: the run
-is made again cold, from scratch) or for the grader (``OBJECTIVE_SCORE_WARM=0``). The envelope says
-which (``runner.run.isolation.start``).
+is made again cold, from scratch) or for the grader (``OBJECTIVE_SCORE_WARM=0``), and for every
+robustness re-run in a shuffled order (``--reruns``: each keeps a hash seed of its own, so a test that
+depends on set order can show it). The envelope says which (``runner.run.isolation.start``).
 
 What a forked run shares with the others of its warm process: the interpreter's hash seed (string
 hashes, as with ``PYTHONHASHSEED`` fixed). ``random`` is reseeded in every fork by Python itself.

@@ -225,3 +225,22 @@ def test_warm_processes_can_be_turned_off(monkeypatch):
     assert [start(r)["start"] for r in results] == ["cold"] * 3
     assert warm.SWITCH in start(results[2])["cold_because"]
     assert warm.live() == []
+
+
+def test_robustness_re_runs_start_cold_each_with_its_own_hash_seed(monkeypatch):
+    for _ in range(2):
+        grade("intervals", patch_of("intervals", "gold"))
+    asked = []
+    real = warm.acquire
+
+    def acquire(python, env):
+        found = real(python, env)
+        asked.append(found[0] is not None)
+        return found
+
+    monkeypatch.setattr(warm, "acquire", acquire)
+    result = grade("intervals", patch_of("intervals", "gold"), reruns=2)
+    assert start(result)["start"] == "warm"
+    reruns = result.envelope["scorecard_details"]["rerun_seeds"]
+    assert len(reruns) == 2 and all(r["resolved"] for r in reruns), reruns
+    assert asked == [True]  # the candidate's run only: neither re-run asked for a warm process
