@@ -91,7 +91,7 @@ def kill_all() -> int:
         _STOPPING.set()
         groups = list(_LIVE_GROUPS)
     for group in groups:
-        _kill_group(group)
+        kill_group(group)
     return len(groups)
 
 
@@ -100,7 +100,8 @@ def allow_runs() -> None:
     _STOPPING.clear()
 
 
-def _kill_group(group: int) -> None:
+def kill_group(group: int) -> None:
+    """SIGKILL to every process of ``group`` (gone already: nothing)."""
     try:
         os.killpg(group, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -121,14 +122,9 @@ def start_group(start: Callable[[], int]) -> int:
 
 def end_group(group: int) -> None:
     """Kill what is left of ``group`` and forget it (:func:`start_group`)."""
-    _kill_group(group)
+    kill_group(group)
     with _LIVE_LOCK:
         _LIVE_GROUPS.discard(group)
-
-
-def kill_group(group: int) -> None:
-    """SIGKILL to every process of ``group`` (gone already: nothing)."""
-    _kill_group(group)
 
 
 def run_process(
@@ -184,7 +180,7 @@ def run_process(
     try:
         waiter.join(timeout)
     except BaseException:  # Ctrl-C while waiting (the main thread): the test run must not outlive it
-        _kill_group(proc.pid)
+        kill_group(proc.pid)
         deadline = time.monotonic() + 5  # the waiter reaps it (an interrupted join cannot be trusted to wait)
         while "status" not in waited and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -195,9 +191,9 @@ def run_process(
         raise
     timed_out = waiter.is_alive()
     if timed_out:
-        _kill_group(proc.pid)
+        kill_group(proc.pid)
         waiter.join()
-    _kill_group(proc.pid)  # anything the test run left behind in its group, even on success
+    kill_group(proc.pid)  # anything the test run left behind in its group, even on success
     if copier is not None:
         copier.join(10)
     with _LIVE_LOCK:
@@ -222,7 +218,7 @@ def copy_capped(group: int, fd: int, log: Path, limit: int, flood: dict[str, int
                     if written + len(chunk) > limit:
                         out.write(chunk[: max(0, limit - written)])
                         flood["bytes"] = written + len(chunk)
-                        _kill_group(group)
+                        kill_group(group)
                         break
                     out.write(chunk)
                     written += len(chunk)

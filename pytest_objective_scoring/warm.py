@@ -91,6 +91,7 @@ class WarmProcess:
     def __init__(self, python: str, stamp: tuple[tuple[str, int], ...], env: Mapping[str, str]) -> None:
         self.python, self.stamp = python, stamp
         self.buffer = b""
+        self.used = time.monotonic()  # when it was last given back (the least recently used idle one ends first)
         requests_in, self.requests = os.pipe()
         self.answers, answers_out = os.pipe()
         try:
@@ -211,7 +212,6 @@ _LOCK = threading.Lock()
 _IDLE: dict[str, list[WarmProcess]] = {}
 _RUNS: dict[str, int] = {}
 _OFF: dict[str, str] = {}
-_USED: dict[int, float] = {}
 
 
 def acquire(python: str, env: Mapping[str, str]) -> tuple[WarmProcess | None, str]:
@@ -245,17 +245,15 @@ def release(process: WarmProcess) -> None:
     ended = []
     with _LOCK:
         if process.alive():
-            pool = _IDLE.setdefault(process.python, [])
-            pool.append(process)
-            _USED[id(process)] = time.monotonic()
+            _IDLE.setdefault(process.python, []).append(process)
+            process.used = time.monotonic()
             idle = [p for pool in _IDLE.values() for p in pool]
-            for oldest in sorted(idle, key=lambda p: _USED.get(id(p), 0.0))[:max(0, len(idle) - MAX_IDLE)]:
+            for oldest in sorted(idle, key=lambda p: p.used)[:max(0, len(idle) - MAX_IDLE)]:
                 _IDLE[oldest.python].remove(oldest)
                 ended.append(oldest)
         else:
             ended.append(process)
     for old in ended:
-        _USED.pop(id(old), None)
         old.close()
 
 
