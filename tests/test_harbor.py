@@ -547,7 +547,8 @@ def test_a_working_state_that_breaks_its_own_run_is_not_solved_never_infrastruct
     task = shutil.copytree(CSV, tmp_path / "task")
     toml = task / "task.toml"
     toml.write_text(toml.read_text().replace("timeout_sec = 60.0", "timeout_sec = 3.0"))  # the verifier's
-    for name, code in (("exits", "import os\nos._exit(0)\n"), ("hangs", "import time\ntime.sleep(60)\n")):
+    for name, code in (("exits", "import os\nos._exit(0)\n"), ("hangs", "import time\ntime.sleep(60)\n"),
+                       ("says-pytest-is-missing", SAYS_PYTEST_IS_MISSING)):  # fmt: skip
         workdir = tmp_path / name
         shutil.copytree(CSV / "environment", workdir, ignore=shutil.ignore_patterns("Dockerfile"))
         (workdir / "csvtotal.py").write_text(code)
@@ -556,9 +557,41 @@ def test_a_working_state_that_breaks_its_own_run_is_not_solved_never_infrastruct
         assert (result.outcome, result.failure_class, result.exit_code) == ("not_solved", "solver", EXIT_NOT_SOLVED), name
         assert result.verification.reward is not None and result.verification.reward.reward == 0.0
         assert "working state broke its own run" in (result.verification.attribution or "")
+    assert "No module named pytest" in result.verification.run["output_tail"], "its run did say so"
     with Ledger(ledger) as opened:
         bodies = [e.data for e in opened.entries("harbor")]
-    assert [(b["outcome"], b["failure_class"], b["solved"]) for b in bodies] == [("not_solved", "solver", False)] * 2
+    assert [(b["outcome"], b["failure_class"], b["solved"]) for b in bodies] == [("not_solved", "solver", False)] * 3
+
+
+# Red team: the working state's code writes python's words for a missing pytest to every output of its
+# run (the log pytest's capture saved), and ends the run. It used to be recorded as an infrastructure
+# failure (setup), and so left out of a solve rate: the control run must show it too.
+SAYS_PYTEST_IS_MISSING = """\
+import os
+for fd in range(1, 64):
+    try:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+        if not target.endswith(".jsonl"):  # not the record: forging it is caught otherwise
+            os.write(fd, b"/usr/bin/python3: No module named pytest\\n")
+    except OSError:
+        pass
+os._exit(1)
+"""
+
+
+@pytest.mark.slow
+def test_an_interpreter_without_pytest_is_the_machines_failure_shown_by_the_control_run_too(tmp_path: Path) -> None:
+    python = tmp_path / "bin" / "python"  # this interpreter without its site-packages: no pytest
+    python.parent.mkdir()
+    python.write_text(f"#!/bin/sh\nexec {sys.executable} -I -S \"$@\"\n")
+    python.chmod(0o755)
+    workdir = shutil.copytree(CSV / "environment", tmp_path / "wd", ignore=shutil.ignore_patterns("Dockerfile"))
+    result = run_task(load_task(CSV), RunOptions(workdir=workdir, python=str(python), ledger=None, out=tmp_path / "out"))
+    verification = result.verification
+    assert (result.outcome, result.failure_class, result.exit_code) == ("infrastructure_failure", "setup", EXIT_REFUSED)
+    assert (verification.status, verification.failure_class, verification.reward) == ("no_verdict", "setup", None)
+    assert verification.no_verdict_reason == (f"pytest is not installed for {python}; the initial state gives no "
+                                              f"verdict either (pytest is not installed for {python})")  # fmt: skip
 
 
 @pytest.mark.slow

@@ -174,6 +174,9 @@ class Verification:
     script: dict[str, Any] | None = None  # the task's tests/test.sh run, when it ran (exit, reward files)
     cross_check: dict[str, Any] | None = None  # the other verifier's view of the same state, when both ran
     artifacts: Path | None = None  # where the task's artifacts of this verification were copied
+    # the no-verdict reason rests on the run's own output (which the working state's code can write):
+    # it holds only when the control run shows it too (:func:`attributed`)
+    said_by_run: bool = False
 
     @property
     def solved(self) -> bool:
@@ -208,8 +211,10 @@ def attributed(spec: TaskSpec, verification: Verification, control: Callable[[],
     """A working state's run that gave no verdict (a timeout, a crash, an unusual exit): the task's
     initial state, run the same way, says whose fault it was. If the initial state gives a verdict,
     the working state broke its own run: a verdict with nothing passed (not solved), never an
-    infrastructure failure that would leave it out of a solve rate. If not, the machine's."""
-    if verification.status == "verdict" or verification.failure_class != "verifier":
+    infrastructure failure that would leave it out of a solve rate. If not, the machine's. A reason
+    read from the run's own output ("No module named pytest") is the working state's word: the
+    control decides it the same way, whatever its class."""
+    if verification.status == "verdict" or (verification.failure_class != "verifier" and not verification.said_by_run):
         return verification
     base = control()
     if base.status != "verdict":
@@ -223,13 +228,19 @@ def attributed(spec: TaskSpec, verification: Verification, control: Callable[[],
                    failure_class=None, attribution=why)
 
 
+def pytest_missing(output: str) -> bool:
+    """Whether a run's output says its interpreter cannot import pytest (``python -m pytest``'s
+    words, or an import's)."""
+    return "No module named pytest" in output or "No module named 'pytest'" in output
+
+
 def _no_verdict(timed_out: bool, timeout: float, session: dict[str, Any] | None, tail: str, python: str,
                 copy: Path | str, records: Mapping[str, Any]) -> tuple[str | None, str | None]:  # fmt: skip
     """Why a run of the tests gives no verdict, and its failure class (``verifier`` or ``setup``)."""
     if timed_out:
         return f"the verifier timed out after {timeout:g}s", "verifier"
     if session is None:
-        if "No module named pytest" in tail:
+        if pytest_missing(tail):
             return f"pytest is not installed for {python}", "setup"
         return "the test session never finished (no session report: the process died or was killed)", "verifier"
     status = session.get("exitstatus")
@@ -283,6 +294,7 @@ def _graded(spec: TaskSpec, ran: _Ran, timeout: float, timeout_source: str, **fi
     run = {**ran.run, "pytest_exitstatus": None if session is None else session.get("exitstatus")}
     reason, failure_class = _no_verdict(ran.timed_out, timeout, session, run["output_tail"], ran.python,
                                         ran.copy_root, records)  # fmt: skip
+    fields["said_by_run"] = session is None and not ran.timed_out and pytest_missing(run["output_tail"])
 
     # Every test that ran, every test function of the files that did not, and every file that
     # failed to collect without a known test: all are FAIL_TO_PASS of an instance built here.
