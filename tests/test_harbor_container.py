@@ -822,7 +822,7 @@ def test_the_images_python_is_asked_once_of_a_fresh_container(tmp_path: Path) ->
     assert initial is not None and initial.status == "verdict" and not initial.solved
     assert initial.container is not None and oracle.container is not None
     assert initial.container["python"] == oracle.container["python"] == "/usr/bin/python3"
-    probes = [c for c in commands(result, "exec") if "import pytest" in " ".join(c)]
+    probes = [c for c in commands(result, "exec") if "command -v" in " ".join(c)]  # the probe of the image
     first = created(result)[0]
     assert len(probes) == 1 and probes[0][-4] == first, "asked once, of the first container"
     calls = [c[1:] for c in (result.container or {})["commands"]]
@@ -908,7 +908,17 @@ def test_a_docker_image_task_uses_the_image_and_app_for_its_working_directory(tm
     [create] = commands(result, "create")
     [name] = created(result)
     assert create[-4:] == ["sh", BASE, "-c", KEEP_ALIVE]
-    assert ["exec", "--user", "0", name, "mkdir", "-p", "/app"] in commands(result, "exec")  # no WORKDIR: Harbor's /app
+    # no WORKDIR: Harbor's /app, read from the image's one inspection (no `pwd` asked of a container),
+    # created by the command that empties it for the working state, which is then copied into it
+    assert result.verification.container is not None and result.verification.container["workdir"] == "/app"
+    [inspect] = commands(result, "image")
+    assert inspect[:3] == ["image", "inspect", "--format"] and "{{.Config.WorkingDir}}" in inspect[3]
+    assert not [c for c in commands(result, "exec") if "pwd" in c]
+    [clear] = [c for c in commands(result, "exec") if c[:4] == ["exec", "--user", "0", name] and c[-2:] == ["sh", "/app"]]
+    assert 'mkdir -p "$1"' in clear[6]
+    calls = [c[1:] for c in (result.container or {})["commands"]]
+    placed = [i for i, c in enumerate(calls) if c[0] == "cp" and c[-1] == f"{name}:/app"]
+    assert len(placed) == 1 and calls.index(clear) < placed[0]
 
 
 @pytest.mark.slow
@@ -1063,6 +1073,71 @@ def test_a_working_directory_that_cannot_be_emptied_is_a_setup_failure(tmp_path:
     assert not [c for c in engine.calls() if c[0] == "cp" and c[-1] == f"{name}:/app"]  # nothing copied over it
     assert not [c for c in engine.calls() if c[0] == "exec" and "pytest" in c]  # and nothing verified
     assert not (workdir / "logs" / "verifier" / "reward.txt").exists()
+    assert_every_container_removed(engine)
+
+
+def run_solving_state(tmp_path: Path, engine: FakeEngine, toml: str) -> HarborRun:
+    """A working state that solves the trivial task, verified through the stand-in engine."""
+    task = make_task(tmp_path / "t", toml, FAKE_TRIVIAL)
+    workdir = tmp_path / "wd"
+    workdir.mkdir()
+    (workdir / "done.txt").write_text("ok\n", encoding="utf-8")
+    return run_task(load_task(task), RunOptions(workdir=workdir, ledger=None), engine=engine.status)
+
+
+@pytest.mark.slow
+def test_a_fresh_container_is_emptied_and_set_up_in_one_command_before_the_state_is_copied_in(
+        tmp_path: Path, engine: FakeEngine) -> None:  # fmt: skip
+    # One root command empties the working directory and sets up the verifier's folders (a stale reward
+    # removed): the state, copied after it into a folder apart from them, cannot plant anything there.
+    result = run_solving_state(tmp_path, engine, "")
+    assert result.exit_code == EXIT_SOLVED and result.verification.solved, result.to_dict()
+    [name] = engine.created()
+    calls = engine.calls()
+    root = [c for c in calls if c[:4] == ["exec", "--user", "0", name]]
+    assert len(root) == 1 and root[0][-2:] == ["sh", "/app"], root  # no `mkdir` nor a setup of its own
+    assert 'rm -rf -- "$1"/*' in root[0][6] and "/logs/verifier/reward.txt" in root[0][6]
+    assert not [c for c in calls if c[0] == "exec" and "pwd" in c]  # the image's WORKDIR, from its inspection
+    first = calls.index(root[0])
+    assert first < calls.index(next(c for c in calls if c[0] == "cp" and c[-1] == f"{name}:/app"))
+    assert first < calls.index(next(c for c in calls if c[0] == "cp" and c[-1] == f"{name}:/tests"))
+    assert_every_container_removed(engine)
+
+
+@pytest.mark.slow
+def test_verifier_folders_that_cannot_be_set_up_are_a_setup_failure_and_nothing_is_copied_or_run(
+        tmp_path: Path, engine: FakeEngine) -> None:  # fmt: skip
+    # The setup gives the verifier's user its folders (chown): a user the container does not have fails it.
+    result = run_solving_state(tmp_path, engine, '[verifier]\nuser = "no-such-user-here"\n')
+    verification = result.verification
+    assert (verification.status, verification.failure_class, verification.reward) == ("no_verdict", "setup", None)
+    assert (result.outcome, result.failure_class) == ("infrastructure_failure", "setup")
+    reason = verification.no_verdict_reason or ""
+    assert reason.startswith("the container engine failed: setting up the verifier's folders in "), reason
+    assert "exited with status 70" in reason and "no-such-user-here" in reason, reason
+    [name] = engine.created()
+    assert not [c for c in engine.calls() if c[0] == "cp" and c[-1].startswith(f"{name}:")]
+    assert not [c for c in engine.calls() if c[0] == "exec" and "pytest" in c]
+    assert_every_container_removed(engine)
+
+
+@pytest.mark.slow
+def test_a_run_whose_output_the_engine_lost_is_asked_again_why_it_wrote_no_record(tmp_path: Path,
+                                                                                  engine: FakeEngine) -> None:  # fmt: skip
+    # The solution takes pytest away from the image's Python; the engine loses the output of the run that
+    # then fails at once (`exec -i`; podman did, once in seven suites). The container is asked again.
+    breaker = """sed -i 's/"[$]@"/-I -S "$@"/' /usr/local/bin/python3\necho ok > done.txt\n"""
+    task = make_task(tmp_path / "t", "", {**FAKE_TRIVIAL, "solution/solve.sh": breaker})
+    engine.fail(**{"exec-i-silent": -1})
+    result = run_task(load_task(task), RunOptions(solution=True, ledger=None, out=tmp_path / "out"), engine=engine.status)
+    initial, oracle = result.initial, result.verification
+    assert initial is not None and initial.status == "verdict" and not initial.solved  # its record says so
+    assert oracle.status == "no_verdict" and oracle.no_verdict_reason == "pytest is not installed for /usr/local/bin/python3"
+    tail = oracle.run["output_tail"]
+    assert tail.count("[objective-score] the run wrote no record and its output does not say why") == 1, tail
+    assert "No module named 'pytest'" in tail
+    probes = [c for c in engine.calls() if c[0] == "exec" and c[-2:] == ["-c", "import pytest"]]
+    assert len(probes) == 1 and probes[0][1] != "-i"  # asked once, of the oracle's container only
     assert_every_container_removed(engine)
 
 

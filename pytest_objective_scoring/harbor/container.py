@@ -44,6 +44,7 @@ from .verification import (
     _tail,
     _tests_of,
     copy_state,
+    pytest_missing,
     remove_shadowing,
     state_digest,
 )
@@ -85,6 +86,26 @@ def _image_id(text: str) -> str | None:
     return found or None
 
 
+# ``image inspect --format``: the image's id and its working directory (``WORKDIR``; empty when it has none)
+IMAGE_FACTS: Final = "{{.Id}}|{{.Config.WorkingDir}}"
+
+
+def _image_facts(text: str) -> tuple[str | None, str | None]:
+    """The id and the working directory (``""``: none) of an ``image inspect --format IMAGE_FACTS``;
+    ``(None, None)`` for an answer not in that shape."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    found, bar, workdir = (lines[-1] if lines else "").partition("|")  # an id holds no "|"
+    if not bar:
+        return None, None
+    return _image_id(found), workdir.strip()
+
+
+def _contains(folder: str, path: str) -> bool:
+    """Whether the container path ``path`` is ``folder`` or inside it."""
+    folder, path = posixpath.normpath(folder), posixpath.normpath(path)
+    return folder == "/" or path == folder or path.startswith(folder + "/")
+
+
 def shlex_quote(text: str) -> str:
     import shlex
 
@@ -104,6 +125,7 @@ _CLEAR_WORKDIR: Final = ('mkdir -p "$1" && rm -rf -- "$1"/* "$1"/.[!.]* "$1"/..?
                          'echo "$f is still there" >&2; exit 1; fi; done')  # fmt: skip
 _SETUP: Final = (f"mkdir -p {C_TESTS} {C_VERIFIER_LOGS} {C_RUN} && rm -rf {C_TESTS}/* {C_TESTS}/.[!.]* && "
                  f"rm -f {C_VERIFIER_LOGS}/{REWARD_TXT} {C_VERIFIER_LOGS}/{REWARD_JSON} {C_RUN}/record.jsonl")  # fmt: skip
+_SETUP_FAILED: Final = 70  # the exit status of a setup run after _CLEAR_WORKDIR that failed
 _FIND_PYTHON: Final = ('for p in python3 python; do if command -v "$p" >/dev/null 2>&1 && "$p" -c "import pytest" '
                        '>/dev/null 2>&1; then command -v "$p"; exit 0; fi; done; exit 1')  # fmt: skip
 # The recorder first on the path, then the working state's import roots, then the image's own PYTHONPATH.
@@ -180,6 +202,7 @@ class TaskContainer:
         service = spec.compose
         self.image: str | None = base_image if self.synthetic else (service.image if service else None) or spec.docker_image
         self.image_id: str | None = None
+        self.image_workdir: str | None = None  # the image's WORKDIR ("" for none), once asked; None: not known
         self.build: dict[str, Any] | None = None
         self.substituted: dict[str, Any] | None = None  # what --base-image replaced
         self.container_env = {**(service.environment if service else {}), **self.task_env.get("environment", {})}
@@ -294,10 +317,11 @@ class TaskContainer:
         timeout, source_of = self.build_timeout()
         self.build = {"context": str(context), "dockerfile": str(dockerfile), "tag": tag, "args": dict(args),
                       "target": target, "platform": platform, "timeout": timeout, "timeout_source": source_of}  # fmt: skip
-        found = self._call("image", "inspect", "--format", "{{.Id}}", tag, check=False)
+        found = self._call("image", "inspect", "--format", IMAGE_FACTS, tag, check=False)
         if found.returncode == 0 and found.stdout.strip():
             self.build.update(cached=True, exit_code=0, timed_out=False, wall_time=0.0, output_tail="")
-            self.image, self.image_id = tag, _image_id(found.stdout)
+            self.image = tag
+            self.image_id, self.image_workdir = _image_facts(found.stdout)
             return
         log = self.workspace / "build.log"
         command = ["build", "--tag", tag, "--file", str(build_file)]
@@ -356,9 +380,9 @@ class TaskContainer:
         except BaseException:
             self.remove(name)
             raise
-        if self.image_id is None:
-            found = self._call("image", "inspect", "--format", "{{.Id}}", self.image, check=False)
-            self.image_id = _image_id(found.stdout) if found.returncode == 0 else None
+        if self.image_id is None:  # asked once a run (the image is there now: built, or pulled by create)
+            found = self._call("image", "inspect", "--format", IMAGE_FACTS, self.image, check=False)
+            self.image_id, self.image_workdir = _image_facts(found.stdout) if found.returncode == 0 else (None, None)
         return name
 
     def _place_volumes(self, name: str) -> None:
@@ -405,17 +429,24 @@ class TaskContainer:
         self._call("network", "disconnect" if mode == NO_NETWORK else "connect", self.network_name, name)
         self.networks[name] = NO_NETWORK if mode == NO_NETWORK else PUBLIC
 
-    def workdir(self, name: str) -> str:
+    def workdir(self, name: str, *, make: bool = True) -> str:
         """Where the working state lives: the task's ``workdir`` (or the compose service's), else the
-        image's working directory (``WORKDIR``), else ``/app``."""
+        image's working directory (``WORKDIR``, from the image's inspection; asked of the container
+        when that failed), else ``/app``. ``make``: create the first and the last in the container
+        (a caller that empties the folder next creates it then, and a container the solution ran in
+        has it already)."""
         if self.workdir_override:
-            self._call("exec", *ROOT, name, "mkdir", "-p", self.workdir_override)
-            return self.workdir_override
-        found = self._call("exec", name, "pwd").stdout.strip().splitlines()
-        where = found[-1].strip() if found else ""
-        if not where.startswith("/") or where == "/":
-            self._call("exec", *ROOT, name, "mkdir", "-p", C_DEFAULT_WORKDIR)
-            return C_DEFAULT_WORKDIR
+            where = self.workdir_override
+        else:
+            found = self.image_workdir
+            if found is None:
+                lines = self._call("exec", name, "pwd").stdout.strip().splitlines()
+                found = lines[-1].strip() if lines else ""
+            if found.startswith("/") and found != "/":
+                return found  # the engine creates the image's WORKDIR in every container of it
+            where = C_DEFAULT_WORKDIR
+        if make:
+            self._call("exec", *ROOT, name, "mkdir", "-p", where)
         return where
 
     def _probe_python(self, name: str) -> None:
@@ -440,9 +471,25 @@ class TaskContainer:
         user = (self.spec.agent_user if phase == "agent" else self.spec.verifier_user) or self.default_user
         return ["--user", user] if user else []
 
-    def _place_state(self, name: str, workdir: str, copy: Path) -> None:
-        """Empty the working directory (it must end up empty) and copy ``copy`` into it."""
-        cleared = self._call("exec", *ROOT, name, "sh", "-c", _CLEAR_WORKDIR, "sh", workdir, check=False)
+    def _setup_first(self, workdir: str) -> bool:
+        """Whether the verifier's folders can be set up (:data:`_SETUP`) in the same engine command that
+        empties the working directory, before the state is copied in: when nothing copied after it can
+        land in them (the working directory is apart from them, and no compose volume is placed)."""
+        service = self.spec.compose
+        if service is not None and any(v.kind in ("logs", "copy") for v in service.volumes):
+            return False
+        ours = (C_TESTS, C_VERIFIER_LOGS, C_RUN, C_TOOLS)
+        return not any(_contains(workdir, folder) or _contains(folder, workdir) for folder in ours)
+
+    def _place_state(self, name: str, workdir: str, copy: Path, setup: str | None = None) -> None:
+        """Empty the working directory (it must end up empty) and copy ``copy`` into it. ``setup``: a
+        script of this verifier run in the same engine command once the directory is empty (see
+        :meth:`_setup_first`)."""
+        script = _CLEAR_WORKDIR if setup is None else f"( {_CLEAR_WORKDIR} ) || exit 1; {setup} || exit {_SETUP_FAILED}"
+        cleared = self._call("exec", *ROOT, name, "sh", "-c", script, "sh", workdir, check=False)
+        if cleared.returncode == _SETUP_FAILED and setup is not None:
+            raise ContainerFailure(f"setting up the verifier's folders in {name} exited with status "
+                                   f"{cleared.returncode}: {_last_line(cleared)}")  # fmt: skip
         if cleared.returncode != 0:
             raise StateFailure(f"the image's working directory {workdir} could not be emptied before the "
                                f"working state was copied in (exit status {cleared.returncode}: "
@@ -515,7 +562,7 @@ class TaskContainer:
         try:
             name = self.create("oracle", ["agent", "verifier"])
             self.set_network(name, network)
-            workdir = self.workdir(name)
+            workdir = self.workdir(name, make=state is None)  # emptying it for the state creates it
             if state is not None:
                 self._place_state(name, workdir, state)
             solution = _stage_solution(spec, self.workspace)
@@ -559,13 +606,18 @@ class TaskContainer:
                 info["container"] = name
             self.set_network(name, spec.network["verifier"])
             info["image_id"] = self.image_id
-            workdir = info["workdir"] = self.workdir(name)
+            # a container the solution ran in has its working directory; emptying it for a state creates it
+            workdir = info["workdir"] = self.workdir(name, make=state is None and container is None)
             copy = area / "app"
+            user = self._user_flags("verifier")
+            setup = _SETUP + (f" && chown -R {shlex_quote(user[1])} {C_VERIFIER_LOGS} {C_RUN}" if user else "")
+            set_up = False
             if state is not None:
                 copy_state(state, copy, exclude)
                 patch_ref = state_digest(copy)
                 removed = remove_shadowing(copy)
-                self._place_state(name, workdir, copy)
+                set_up = container is None and self._setup_first(workdir)
+                self._place_state(name, workdir, copy, setup if set_up else None)
             else:
                 raw = area / "from-container"
                 raw.mkdir()
@@ -577,9 +629,8 @@ class TaskContainer:
                 if removed:
                     self._call("exec", *ROOT, name, "rm", "-rf", "--", *(posixpath.join(workdir, r) for r in removed))
             tests = _stage_tests(spec, area)
-            user = self._user_flags("verifier")
-            setup = _SETUP + (f" && chown -R {shlex_quote(user[1])} {C_VERIFIER_LOGS} {C_RUN}" if user else "")
-            self._call("exec", *ROOT, name, "sh", "-c", setup)
+            if not set_up:
+                self._call("exec", *ROOT, name, "sh", "-c", setup)
             self._call("cp", f"{tests}/.", f"{name}:{C_TESTS}")
             too_big = self._storage_check(name, label)
             if too_big is not None:
@@ -758,10 +809,27 @@ class TaskContainer:
         record = area / "record.jsonl"
         if not timed_out:
             self._call("cp", f"{name}:{C_RUN}/record.jsonl", str(record), check=False)
+            if not record.is_file() and not pytest_missing(_tail(log)):
+                self._ask_pytest_again(name, python, log)
         run = {"command": [self.name, *args], "exit_code": code, "timed_out": timed_out, "wall_time": round(wall, 3),
                "cpu": None, "output_tail": _tail(log)}  # fmt: skip
         ran = _Ran(label, shown, run, record, timed_out, python, None, workdir, patch_ref, removed, log, key)
         return _graded(spec, ran, timeout, timeout_source, verifier=VERIFIER_PLUGIN, **fields)
+
+    def _ask_pytest_again(self, name: str, python: str, log: Path) -> None:
+        """A run that wrote no record and did not say why: the engine can lose the output of a run that
+        ends at once (podman's ``exec -i``). The container's Python is asked again, as the verifier's
+        user, whether it imports pytest; what it says is added to the run's log, marked as ours. (It is
+        the container's word, like the run's: a reason read from it holds only when the control run
+        shows it too, :func:`.verification.attributed`.)"""
+        done = self._call("exec", *self._user_flags("verifier"), name, python, "-c", "import pytest", check=False)
+        said = [line.strip() for line in f"{done.stdout}\n{done.stderr}".splitlines() if line.strip()]
+        if done.returncode == 0 or not said:
+            return
+        with log.open("a", encoding="utf-8", errors="replace") as handle:
+            handle.write(f"\n[objective-score] the run wrote no record and its output does not say why; asked "
+                         f"again, `{python} -c 'import pytest'` as the verifier's user exits {done.returncode}: "
+                         f"{said[-1]}\n")  # fmt: skip
 
     def _run_script(self, name: str, workdir: str, area: Path, timeout: float) -> _ScriptRun:
         """The task's own verifier (``bash /tests/test.sh``, as Harbor runs it): its reward files are read."""
