@@ -126,15 +126,26 @@ def run_command(
     return [*args, image, *command]
 
 
-def remove(engine: str, name: str, *, attempts: int = 5) -> bool:
+def _gone(engine: str, name: str) -> bool:
+    look = ("container", "exists", name) if engine == "podman" else ("container", "inspect", name)
+    return _engine(engine, *look, timeout=60).returncode != 0
+
+
+def remove(engine: str, name: str, *, attempts: int = 5, ended: bool = False) -> bool:
     """Remove a run's container whatever state it is in (a timeout killed only the engine client),
     and look that it is gone: an engine can refuse a removal while its own clean-up of the killed
-    run holds the container, so a refusal is tried again a few times. Whether it is gone."""
+    run holds the container, so a refusal is tried again a few times. Whether it is gone.
+    ``ended``: the engine client ended on its own, so ``run --rm`` removed the container before it
+    returned: it is looked for first, and removed only when it is still there."""
+    try:
+        if ended and _gone(engine, name):
+            return True
+    except ContainerError:
+        pass
     for attempt in range(attempts):
         try:
             _engine(engine, "rm", "-f", "-t", "0", name, timeout=120)
-            look = ("container", "exists", name) if engine == "podman" else ("container", "inspect", name)
-            if _engine(engine, *look, timeout=60).returncode != 0:
+            if _gone(engine, name):
                 return True
         except ContainerError:
             pass

@@ -412,6 +412,7 @@ def run_in_container(
     fresh(log)
     before = protect.snapshot(copy, guarded)
     flood: dict[str, int] = {}
+    ended = False  # the engine client ended on its own (not killed): `run --rm` removed the container
     try:
         with watching(descriptor, progress):  # podman writes the record here as it runs (docker: at the end)
             code, timed_out, wall, cpu = run_process(
@@ -419,9 +420,10 @@ def run_in_container(
                 env=base_env(), timeout=timeout, log=log, stdin_data=(key + "\n").encode("ascii"), pass_fds=(writer,),
                 max_output=max_output, flood=flood,
             )  # fmt: skip
+        ended = not timed_out and not flood and code is not None and code >= 0
         text = read_bounded(descriptor)
     finally:
-        container.remove(engine, box)
+        container.remove(engine, box, ended=ended)
         os.close(writer)
         os.close(descriptor)
     if record_folder is not None:

@@ -56,3 +56,18 @@ def test_a_container_that_will_not_go_is_reported_not_removed(fake_engine):
     state = fake_engine(refusals=99)
     assert container.remove("podman", "objective-run-candidate-1-abc", attempts=3) is False
     assert (state / "tries").read_text().strip() == "3"
+
+
+def test_a_run_whose_client_ended_on_its_own_is_only_looked_for(fake_engine):
+    # `run --rm` removed the container before its client returned: one look, no removal
+    state = fake_engine(refusals=0)
+    (state / "gone").touch()
+    assert container.remove("podman", "objective-run-candidate-1-abc", ended=True) is True
+    assert (state / "calls").read_text().splitlines() == ["container exists objective-run-candidate-1-abc"]
+
+
+def test_a_container_still_there_after_its_client_ended_is_removed(fake_engine):
+    state = fake_engine(refusals=1)
+    assert container.remove("podman", "objective-run-candidate-1-abc", ended=True) is True
+    calls = (state / "calls").read_text().splitlines()
+    assert [c.split()[0] for c in calls] == ["container", "rm", "container", "rm", "container"]
