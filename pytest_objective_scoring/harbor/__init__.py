@@ -34,9 +34,10 @@ from .check import (
     static_tests,
     task_env,
 )
-from .container import C_TOOLS, KEEP_ALIVE, TaskContainer
+from .container import TaskContainer
 from .environment import KeyUse, TaskError, base_images
 from .host import verify_state
+from .in_container import C_TOOLS, KEEP_ALIVE
 from .rewards import METRIC_SPACES, Reward, compute_reward, script_reward
 from .run import (
     EXIT_BAD_INPUT,

@@ -6,8 +6,8 @@ solution and each verification get a container of their own: the compose service
 volumes, hosts and limits, the task's network for each phase, its healthcheck passed first. The
 task's ``tests/test.sh`` runs as Harbor runs it and its reward decides whenever it writes one; this
 project's verifier (the recorder mounted read-only, in the image's pytest) runs the pytest tests
-beside it. Every container is removed, on any way out. The module holds the class, its failures and
-the shell snippets it runs in the container.
+beside it. Every container is removed, on any way out. The module holds the class and its failures;
+the paths and shell snippets it uses inside the container are :mod:`.in_container`'s.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import posixpath
-import re
 import shutil
 import subprocess
 import tempfile
@@ -30,6 +29,26 @@ from typing import Any, Final
 
 from .check import EngineStatus, static_tests, task_env
 from .environment import known_workdir, substitute_base
+from .in_container import (
+    C_DEFAULT_WORKDIR,
+    C_RUN,
+    C_SOLUTION,
+    C_TESTS,
+    C_TOOLS,
+    CLEAR_WORKDIR,
+    FIND_PYTHON,
+    IMAGE_FACTS,
+    KEEP_ALIVE,
+    ROOT,
+    SETUP,
+    SETUP_FAILED,
+    WITH_PYTHONPATH,
+    contains,
+    image_facts,
+    last_line,
+    shlex_quote,
+    slug,
+)
 from .rewards import C_VERIFIER_LOGS, REWARD_JSON, REWARD_TXT, VERIFIER_SCRIPT, Reward, compute_reward, script_reward
 from .task import NO_NETWORK, PUBLIC, TaskSpec
 from .verification import (
@@ -49,17 +68,10 @@ from .verification import (
     state_digest,
 )
 
-# Inside the container, Harbor's paths (EnvironmentPaths): tests and solution are copied in, rewards are read out.
-C_TESTS: Final = "/tests"
-C_SOLUTION: Final = "/solution"
-C_TOOLS: Final = "/objective-scoring/tools"  # this project's recorder, bind-mounted read-only
-C_RUN: Final = "/objective-scoring/run"  # where the recorder writes its facts
-C_DEFAULT_WORKDIR: Final = "/app"  # for an image without a WORKDIR
 DEFAULT_BUILD_TIMEOUT: Final = 600.0  # Harbor's default for [environment] build_timeout_sec
 ENGINE_TIMEOUT: Final = 300.0  # one engine command that is not a build, a solution or a verifier
 ENGINE_NETWORKS: Final = {"docker": "bridge", "podman": "podman"}  # each engine's default network
 CONTAINER_LABEL: Final = "objective-scoring.harbor"
-
 
 
 class ContainerFailure(RuntimeError):
@@ -69,74 +81,6 @@ class ContainerFailure(RuntimeError):
 class StateFailure(ContainerFailure):
     """The container could not be given the working state as it is (its working directory could not be
     emptied): no verdict (``setup``), never a verdict on a mix of the image's files and the state's."""
-
-
-def _last_line(done: subprocess.CompletedProcess[str]) -> str:
-    """The last line an engine command wrote (its error, usually), or ``no output``."""
-    lines = [line.strip() for line in (done.stderr or done.stdout or "").splitlines() if line.strip()]
-    return lines[-1] if lines else "no output"
-
-
-def _image_id(text: str) -> str | None:
-    """An image id as ``sha256:<hex>`` (docker prints it so; podman prints the bare hex)."""
-    lines = text.strip().splitlines()
-    found = lines[-1].strip() if lines else ""
-    if re.fullmatch(r"[0-9a-f]{64}", found):
-        return "sha256:" + found
-    return found or None
-
-
-# ``image inspect --format``: the image's id and its working directory (``WORKDIR``; empty when it has none)
-IMAGE_FACTS: Final = "{{.Id}}|{{.Config.WorkingDir}}"
-
-
-def _image_facts(text: str) -> tuple[str | None, str | None]:
-    """The id and the working directory (``""``: none) of an ``image inspect --format IMAGE_FACTS``;
-    ``(None, None)`` for an answer not in that shape."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    found, bar, workdir = (lines[-1] if lines else "").partition("|")  # an id holds no "|"
-    if not bar:
-        return None, None
-    return _image_id(found), workdir.strip()
-
-
-def _contains(folder: str, path: str) -> bool:
-    """Whether the container path ``path`` is ``folder`` or inside it."""
-    folder, path = posixpath.normpath(folder), posixpath.normpath(path)
-    return folder == "/" or path == folder or path.startswith(folder + "/")
-
-
-def shlex_quote(text: str) -> str:
-    import shlex
-
-    return shlex.quote(text)
-
-
-def _slug(name: str) -> str:
-    """A name the engines accept in an image tag or a label (lower case, ``[a-z0-9_.-]``)."""
-    return re.sub(r"[^a-z0-9_.-]+", "-", name.lower()).strip("-._")[:60] or "task"
-
-
-# Shell snippets run in the container (``sh -c``): POSIX sh only, no tool beyond mkdir and rm.
-# Emptying the working directory fails unless it is empty afterwards: files rm could not remove (an image
-# USER without permission) would otherwise be verified as part of the working state copied over them.
-_CLEAR_WORKDIR: Final = ('mkdir -p "$1" && rm -rf -- "$1"/* "$1"/.[!.]* "$1"/..?* && '
-                         'for f in "$1"/* "$1"/.[!.]* "$1"/..?*; do if [ -e "$f" ] || [ -L "$f" ]; then '
-                         'echo "$f is still there" >&2; exit 1; fi; done')  # fmt: skip
-_SETUP: Final = (f"mkdir -p {C_TESTS} {C_VERIFIER_LOGS} {C_RUN} && rm -rf {C_TESTS}/* {C_TESTS}/.[!.]* && "
-                 f"rm -f {C_VERIFIER_LOGS}/{REWARD_TXT} {C_VERIFIER_LOGS}/{REWARD_JSON} {C_RUN}/record.jsonl")  # fmt: skip
-_SETUP_FAILED: Final = 70  # the exit status of a setup run after _CLEAR_WORKDIR that failed
-_FIND_PYTHON: Final = ('for p in python3 python; do if command -v "$p" >/dev/null 2>&1 && "$p" -c "import pytest" '
-                       '>/dev/null 2>&1; then command -v "$p"; exit 0; fi; done; exit 1')  # fmt: skip
-# The recorder first on the path, then the working state's import roots, then the image's own PYTHONPATH.
-_WITH_PYTHONPATH: Final = ('PYTHONPATH="$OBJECTIVE_SCORING_PYTHONPATH${PYTHONPATH:+:$PYTHONPATH}"; export PYTHONPATH; '
-                           'exec "$@"')  # fmt: skip
-# The container's main process: it only keeps the container alive, and stops at once on SIGTERM (a bare
-# `sleep infinity` as PID 1 ignores it, and `rm --force` would wait for the engine's stop timeout).
-KEEP_ALIVE: Final = 'trap "exit 0" TERM INT; sleep infinity & wait'
-# This verifier's own housekeeping in the container (folders, the working state, the tests) runs as root,
-# whatever the image's USER: the solution and the verifier run as the task says (or the image's USER).
-ROOT: Final = ("--user", "0")
 
 
 @dataclass
@@ -233,7 +177,7 @@ class TaskContainer:
         except OSError as exc:
             raise ContainerFailure(f"{self._show(args)} could not run: {exc}") from None
         if check and done.returncode != 0:
-            raise ContainerFailure(f"{self._show(args)} exited with status {done.returncode}: {_last_line(done)}")
+            raise ContainerFailure(f"{self._show(args)} exited with status {done.returncode}: {last_line(done)}")
         return done
 
     def _long(self, args: list[str], timeout: float, log: Path, stdin_data: bytes = b"") -> tuple[int | None, bool, float]:
@@ -321,7 +265,7 @@ class TaskContainer:
         if found.returncode == 0 and found.stdout.strip():
             self.build.update(cached=True, exit_code=0, timed_out=False, wall_time=0.0, output_tail="")
             self.image = tag
-            self.image_id, self.image_workdir = _image_facts(found.stdout)
+            self.image_id, self.image_workdir = image_facts(found.stdout)
             return
         log = self.workspace / "build.log"
         command = ["build", "--tag", tag, "--file", str(build_file)]
@@ -349,7 +293,7 @@ class TaskContainer:
         spec, service = self.spec, self.spec.compose
         network = NO_NETWORK if all(spec.network[p] == NO_NETWORK for p in phases) else PUBLIC
         name = f"objective-harbor-{label}-{uuid.uuid4().hex[:12]}"
-        args = ["create", "--name", name, "--label", f"{CONTAINER_LABEL}={_slug(spec.name)}",
+        args = ["create", "--name", name, "--label", f"{CONTAINER_LABEL}={slug(spec.name)}",
                 "--network", "none" if network == NO_NETWORK else self.network_name,
                 "--mount", f"type=bind,source={self.tools},target={C_TOOLS},readonly"]  # fmt: skip
         for volume in service.volumes if service else ():
@@ -382,7 +326,7 @@ class TaskContainer:
             raise
         if self.image_id is None:  # asked once a run (the image is there now: built, or pulled by create)
             found = self._call("image", "inspect", "--format", IMAGE_FACTS, self.image, check=False)
-            self.image_id, self.image_workdir = _image_facts(found.stdout) if found.returncode == 0 else (None, None)
+            self.image_id, self.image_workdir = image_facts(found.stdout) if found.returncode == 0 else (None, None)
         return name
 
     def _place_volumes(self, name: str) -> None:
@@ -407,7 +351,7 @@ class TaskContainer:
             tries += 1
             try:
                 done = self._call("exec", name, *check.command, timeout=max(check.timeout, 1.0), check=False)
-                ok, why = done.returncode == 0, f"exit status {done.returncode}: {_last_line(done)}"
+                ok, why = done.returncode == 0, f"exit status {done.returncode}: {last_line(done)}"
             except ContainerFailure as exc:
                 ok, why = False, str(exc)
             if ok:
@@ -457,7 +401,7 @@ class TaskContainer:
         says that pytest is not installed.)"""
         if self.python_asked:
             return
-        done = self._call("exec", *self._user_flags("verifier"), name, "sh", "-c", _FIND_PYTHON, check=False)
+        done = self._call("exec", *self._user_flags("verifier"), name, "sh", "-c", FIND_PYTHON, check=False)
         lines = [line.strip() for line in done.stdout.splitlines() if line.strip()]
         self.python, self.python_asked = (lines[-1] if done.returncode == 0 and lines else None), True
 
@@ -472,28 +416,28 @@ class TaskContainer:
         return ["--user", user] if user else []
 
     def _setup_first(self, workdir: str) -> bool:
-        """Whether the verifier's folders can be set up (:data:`_SETUP`) in the same engine command that
+        """Whether the verifier's folders can be set up (:data:`SETUP`) in the same engine command that
         empties the working directory, before the state is copied in: when nothing copied after it can
         land in them (the working directory is apart from them, and no compose volume is placed)."""
         service = self.spec.compose
         if service is not None and any(v.kind in ("logs", "copy") for v in service.volumes):
             return False
         ours = (C_TESTS, C_VERIFIER_LOGS, C_RUN, C_TOOLS)
-        return not any(_contains(workdir, folder) or _contains(folder, workdir) for folder in ours)
+        return not any(contains(workdir, folder) or contains(folder, workdir) for folder in ours)
 
     def _place_state(self, name: str, workdir: str, copy: Path, setup: str | None = None) -> None:
         """Empty the working directory (it must end up empty) and copy ``copy`` into it. ``setup``: a
         script of this verifier run in the same engine command once the directory is empty (see
         :meth:`_setup_first`)."""
-        script = _CLEAR_WORKDIR if setup is None else f"( {_CLEAR_WORKDIR} ) || exit 1; {setup} || exit {_SETUP_FAILED}"
+        script = CLEAR_WORKDIR if setup is None else f"( {CLEAR_WORKDIR} ) || exit 1; {setup} || exit {SETUP_FAILED}"
         cleared = self._call("exec", *ROOT, name, "sh", "-c", script, "sh", workdir, check=False)
-        if cleared.returncode == _SETUP_FAILED and setup is not None:
+        if cleared.returncode == SETUP_FAILED and setup is not None:
             raise ContainerFailure(f"setting up the verifier's folders in {name} exited with status "
-                                   f"{cleared.returncode}: {_last_line(cleared)}")  # fmt: skip
+                                   f"{cleared.returncode}: {last_line(cleared)}")  # fmt: skip
         if cleared.returncode != 0:
             raise StateFailure(f"the image's working directory {workdir} could not be emptied before the "
                                f"working state was copied in (exit status {cleared.returncode}: "
-                               f"{_last_line(cleared)}); its files would have been verified with the working "
+                               f"{last_line(cleared)}); its files would have been verified with the working "
                                "state's")  # fmt: skip
         self._call("cp", f"{copy}/.", f"{name}:{workdir}")
         self._place_volumes(name)
@@ -517,7 +461,7 @@ class TaskContainer:
             return False
         if done.returncode != 0 and "no such container" not in f"{done.stderr}\n{done.stdout}".lower():
             self.not_removed[name] = (f"{self._show(['rm', '--force', name])} exited with status {done.returncode}: "
-                                      f"{_last_line(done)}")  # fmt: skip
+                                      f"{last_line(done)}")  # fmt: skip
             return False
         self.live.remove(name)
         self.networks.pop(name, None)
@@ -610,7 +554,7 @@ class TaskContainer:
             workdir = info["workdir"] = self.workdir(name, make=state is None and container is None)
             copy = area / "app"
             user = self._user_flags("verifier")
-            setup = _SETUP + (f" && chown -R {shlex_quote(user[1])} {C_VERIFIER_LOGS} {C_RUN}" if user else "")
+            setup = SETUP + (f" && chown -R {shlex_quote(user[1])} {C_VERIFIER_LOGS} {C_RUN}" if user else "")
             set_up = False
             if state is not None:
                 copy_state(state, copy, exclude)
@@ -698,7 +642,7 @@ class TaskContainer:
             target.parent.mkdir(parents=True, exist_ok=True)
             done = self._call("cp", f"{name}:{path}", str(target), check=False)
             collected.append({"path": path, "copied": done.returncode == 0,
-                              "error": None if done.returncode == 0 else _last_line(done)})  # fmt: skip
+                              "error": None if done.returncode == 0 else last_line(done)})  # fmt: skip
         info["artifacts"] = {"folder": str(folder), "items": collected}
 
     def _decide(self, label: str, shown: str, script: _ScriptRun | None, ours: Verification | None, python: str | None,
@@ -804,7 +748,7 @@ class TaskContainer:
         log = area / "test.log"
         with self._env_file(env) as env_flags:
             args = ["exec", "-i", "--workdir", workdir, *self._user_flags("verifier"), *env_flags, name, "sh", "-c",
-                    _WITH_PYTHONPATH, "sh", *pytest]  # fmt: skip
+                    WITH_PYTHONPATH, "sh", *pytest]  # fmt: skip
             code, timed_out, wall = self._long(args, timeout, log, stdin_data=(key + "\n").encode("ascii"))
         record = area / "record.jsonl"
         if not timed_out:
