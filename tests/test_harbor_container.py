@@ -53,6 +53,7 @@ from pytest_objective_scoring.harbor import (
     run_task,
     script_reward,
 )
+from pytest_objective_scoring.harbor import in_container
 from pytest_objective_scoring.ledger import Ledger, verify
 
 from .conftest import FIXTURES
@@ -1290,3 +1291,25 @@ def test_cli_reports_a_container_it_could_not_remove(tmp_path: Path, engine: Fak
     for item in left:
         assert (f"objective-score harbor: container {item['name']} was NOT removed ({item['error']}); remove it with "
                 f"`docker rm --force {item['name']}`") in run.stderr  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("answer", "facts"),
+    [
+        ("2c5c4e45a6a01cc18b1f65f9fca14131301c85d420db951f52c0ce4e56633b06|/app\n",
+         ("sha256:2c5c4e45a6a01cc18b1f65f9fca14131301c85d420db951f52c0ce4e56633b06", "/app")),  # podman: bare hex
+        ("sha256:abc|\n", ("sha256:abc", "")),  # docker's spelling; an image without a WORKDIR
+        ("sha256:abc|/srv/my app|x\n", ("sha256:abc", "/srv/my app|x")),  # only the id is cut at "|"
+        ("", (None, None)),
+        ("sha256:abc\n", (None, None)),  # not the shape asked for: the container is asked with `pwd`
+    ],
+    ids=["podman", "docker-no-workdir", "bar-in-workdir", "empty", "wrong-shape"],
+)
+def test_the_images_id_and_working_directory_are_read_from_one_inspection(answer: str,
+                                                                           facts: tuple[str | None, str | None]) -> None:
+    assert in_container.image_facts(answer) == facts
+
+
+def test_a_working_directory_apart_from_the_verifiers_folders_is_set_up_with_the_emptying() -> None:
+    assert in_container.contains("/logs", "/logs/verifier") and in_container.contains("/app", "/app/")
+    assert not in_container.contains("/app", "/application") and in_container.contains("/", "/tests")
