@@ -1143,6 +1143,34 @@ def test_a_run_whose_output_the_engine_lost_is_asked_again_why_it_wrote_no_recor
 
 
 @pytest.mark.slow
+def test_a_state_that_ends_its_run_and_hangs_the_question_after_it_is_not_solved(tmp_path: Path, engine: FakeEngine,
+                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    # Red team: the working state's code (run as the image's user, root) replaces the image's Python with
+    # a program that never answers, removes the run's record and ends the run. The question asked after such a
+    # run must not turn the state's failure into the engine's (an infrastructure failure).
+    from pytest_objective_scoring.harbor import container
+
+    monkeypatch.setattr(container, "ASK_AGAIN_TIMEOUT", 2.0)
+    task = make_task(tmp_path / "t", "", {**FAKE_TRIVIAL, "tests/test_outputs.py": "import answer\n\ndef test_done():\n    assert answer.OK\n"})
+    workdir = tmp_path / "wd"
+    workdir.mkdir()
+    (workdir / "answer.py").write_text(
+        "import os, pathlib\n"
+        "python = pathlib.Path.cwd().parent / 'usr' / 'local' / 'bin' / 'python3'  # the image's, in this container\n"
+        "python.write_text('#!/bin/sh\\nsleep 20\\n')\n"
+        "(pathlib.Path.cwd().parent / 'objective-scoring' / 'run' / 'record.jsonl').unlink()  # no record at all\n"
+        "os._exit(1)\n", encoding="utf-8")  # fmt: skip
+    result = run_task(load_task(task), RunOptions(workdir=workdir, ledger=None), engine=engine.status)
+    verification = result.verification
+    assert (result.outcome, result.failure_class, result.exit_code) == ("not_solved", "solver", EXIT_NOT_SOLVED)
+    assert "working state broke its own run" in (verification.attribution or "")
+    assert "[objective-score]" not in verification.run["output_tail"]  # no answer came: nothing was added
+    probes = [c for c in engine.calls() if c[0] == "exec" and c[-2:] == ["-c", "import pytest"]]
+    assert len(probes) == 1  # asked once, of the state's container (the control's run wrote its record)
+    assert_every_container_removed(engine)
+
+
+@pytest.mark.slow
 def test_the_task_environment_reaches_the_container_in_an_env_file_never_the_engine_client(
         tmp_path: Path, engine: FakeEngine, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     # What the engine client's own environment held, a real engine cannot be asked: the stand-in logs it.

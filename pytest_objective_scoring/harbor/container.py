@@ -43,6 +43,7 @@ from .in_container import (
     SETUP,
     SETUP_FAILED,
     WITH_PYTHONPATH,
+    asked_again,
     contains,
     image_facts,
     last_line,
@@ -70,6 +71,7 @@ from .verification import (
 
 DEFAULT_BUILD_TIMEOUT: Final = 600.0  # Harbor's default for [environment] build_timeout_sec
 ENGINE_TIMEOUT: Final = 300.0  # one engine command that is not a build, a solution or a verifier
+ASK_AGAIN_TIMEOUT: Final = 30.0  # asking a run's container again why it wrote no record (_ask_pytest_again)
 ENGINE_NETWORKS: Final = {"docker": "bridge", "podman": "podman"}  # each engine's default network
 CONTAINER_LABEL: Final = "objective-scoring.harbor"
 
@@ -426,9 +428,8 @@ class TaskContainer:
         return not any(contains(workdir, folder) or contains(folder, workdir) for folder in ours)
 
     def _place_state(self, name: str, workdir: str, copy: Path, setup: str | None = None) -> None:
-        """Empty the working directory (it must end up empty) and copy ``copy`` into it. ``setup``: a
-        script of this verifier run in the same engine command once the directory is empty (see
-        :meth:`_setup_first`)."""
+        """Empty the working directory (it must end up empty) and copy ``copy`` into it. ``setup``: run
+        in the same engine command once the directory is empty (:meth:`_setup_first`)."""
         script = CLEAR_WORKDIR if setup is None else f"( {CLEAR_WORKDIR} ) || exit 1; {setup} || exit {SETUP_FAILED}"
         cleared = self._call("exec", *ROOT, name, "sh", "-c", script, "sh", workdir, check=False)
         if cleared.returncode == SETUP_FAILED and setup is not None:
@@ -761,19 +762,19 @@ class TaskContainer:
         return _graded(spec, ran, timeout, timeout_source, verifier=VERIFIER_PLUGIN, **fields)
 
     def _ask_pytest_again(self, name: str, python: str, log: Path) -> None:
-        """A run that wrote no record and did not say why: the engine can lose the output of a run that
-        ends at once (podman's ``exec -i``). The container's Python is asked again, as the verifier's
-        user, whether it imports pytest; what it says is added to the run's log, marked as ours. (It is
-        the container's word, like the run's: a reason read from it holds only when the control run
-        shows it too, :func:`.verification.attributed`.)"""
-        done = self._call("exec", *self._user_flags("verifier"), name, python, "-c", "import pytest", check=False)
-        said = [line.strip() for line in f"{done.stdout}\n{done.stderr}".splitlines() if line.strip()]
-        if done.returncode == 0 or not said:
+        """A run that wrote no record and did not say why (an engine can lose the output of a run that
+        ends at once: podman's ``exec -i``): the container's Python is asked again, as the verifier's
+        user, whether it imports pytest, and its answer added to the run's log. It is the container's
+        word, like the run's: it holds only when the control run shows it too (``attributed``)."""
+        try:  # the container's programs are the run's now: an answer that does not come is no answer
+            done = self._call("exec", *self._user_flags("verifier"), name, python, "-c", "import pytest",
+                              timeout=ASK_AGAIN_TIMEOUT, check=False)  # fmt: skip
+        except ContainerFailure:
             return
-        with log.open("a", encoding="utf-8", errors="replace") as handle:
-            handle.write(f"\n[objective-score] the run wrote no record and its output does not say why; asked "
-                         f"again, `{python} -c 'import pytest'` as the verifier's user exits {done.returncode}: "
-                         f"{said[-1]}\n")  # fmt: skip
+        line = asked_again(python, done)
+        if line is not None:
+            with log.open("a", encoding="utf-8", errors="replace") as handle:
+                handle.write(line)
 
     def _run_script(self, name: str, workdir: str, area: Path, timeout: float) -> _ScriptRun:
         """The task's own verifier (``bash /tests/test.sh``, as Harbor runs it): its reward files are read."""

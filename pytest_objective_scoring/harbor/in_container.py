@@ -65,6 +65,16 @@ def slug(name: str) -> str:
     return re.sub(r"[^a-z0-9_.-]+", "-", name.lower()).strip("-._")[:60] or "task"
 
 
+def asked_again(python: str, done: subprocess.CompletedProcess[str]) -> str | None:
+    """The line added to a run's log once its container was asked again whether ``python`` imports
+    pytest (``python -c 'import pytest'``), marked as ours; None when it does, or says nothing."""
+    said = [line.strip() for line in f"{done.stdout}\n{done.stderr}".splitlines() if line.strip()]
+    if done.returncode == 0 or not said:
+        return None
+    return (f"\n[objective-score] the run wrote no record and its output does not say why; asked again, "
+            f"`{python} -c 'import pytest'` as the verifier's user exits {done.returncode}: {said[-1]}\n")
+
+
 # Shell snippets run in the container (``sh -c``): POSIX sh only, no tool beyond mkdir and rm.
 # Emptying the working directory fails unless it is empty afterwards: files rm could not remove (an image
 # USER without permission) would otherwise be verified as part of the working state copied over them.
