@@ -548,7 +548,8 @@ def test_a_working_state_that_breaks_its_own_run_is_not_solved_never_infrastruct
     toml = task / "task.toml"
     toml.write_text(toml.read_text().replace("timeout_sec = 60.0", "timeout_sec = 3.0"))  # the verifier's
     for name, code in (("exits", "import os\nos._exit(0)\n"), ("hangs", "import time\ntime.sleep(60)\n"),
-                       ("says-pytest-is-missing", SAYS_PYTEST_IS_MISSING)):  # fmt: skip
+                       ("says-pytest-is-missing", SAYS_PYTEST_IS_MISSING),
+                       ("claims-to-come-from-elsewhere", CLAIMS_TO_COME_FROM_ELSEWHERE)):  # fmt: skip
         workdir = tmp_path / name
         shutil.copytree(CSV / "environment", workdir, ignore=shutil.ignore_patterns("Dockerfile"))
         (workdir / "csvtotal.py").write_text(code)
@@ -557,10 +558,10 @@ def test_a_working_state_that_breaks_its_own_run_is_not_solved_never_infrastruct
         assert (result.outcome, result.failure_class, result.exit_code) == ("not_solved", "solver", EXIT_NOT_SOLVED), name
         assert result.verification.reward is not None and result.verification.reward.reward == 0.0
         assert "working state broke its own run" in (result.verification.attribution or "")
-    assert "No module named pytest" in result.verification.run["output_tail"], "its run did say so"
+    assert "the tests imported csvtotal from " in (result.verification.attribution or ""), "its record did say so"
     with Ledger(ledger) as opened:
         bodies = [e.data for e in opened.entries("harbor")]
-    assert [(b["outcome"], b["failure_class"], b["solved"]) for b in bodies] == [("not_solved", "solver", False)] * 3
+    assert [(b["outcome"], b["failure_class"], b["solved"]) for b in bodies] == [("not_solved", "solver", False)] * 4
 
 
 # Red team: the working state's code writes python's words for a missing pytest to every output of its
@@ -578,6 +579,17 @@ for fd in range(1, 64):
 os._exit(1)
 """
 
+
+# Red team: the working state's module says it was imported from outside the copy (its __file__
+# rewritten), which the recorder reports as a stale copy shadowing the state: a setup failure, on
+# the state's word. The control run must show it too.
+CLAIMS_TO_COME_FROM_ELSEWHERE = """\
+import os
+__file__ = os.path.join(os.environ.get("OBJECTIVE_SCORING_ORIGINAL", "/x"), "elsewhere", "csvtotal.py")
+
+def total(path):
+    return 0
+"""
 
 @pytest.mark.slow
 def test_an_interpreter_without_pytest_is_the_machines_failure_shown_by_the_control_run_too(tmp_path: Path) -> None:

@@ -174,8 +174,9 @@ class Verification:
     script: dict[str, Any] | None = None  # the task's tests/test.sh run, when it ran (exit, reward files)
     cross_check: dict[str, Any] | None = None  # the other verifier's view of the same state, when both ran
     artifacts: Path | None = None  # where the task's artifacts of this verification were copied
-    # the no-verdict reason rests on the run's own output (which the working state's code can write):
-    # it holds only when the control run shows it too (:func:`attributed`)
+    # the no-verdict reason rests on what the run itself wrote (its output, its record's session:
+    # the working state's code can write both): it holds only when the control run shows it too
+    # (:func:`attributed`)
     said_by_run: bool = False
 
     @property
@@ -212,8 +213,9 @@ def attributed(spec: TaskSpec, verification: Verification, control: Callable[[],
     initial state, run the same way, says whose fault it was. If the initial state gives a verdict,
     the working state broke its own run: a verdict with nothing passed (not solved), never an
     infrastructure failure that would leave it out of a solve rate. If not, the machine's. A reason
-    read from the run's own output ("No module named pytest") is the working state's word: the
-    control decides it the same way, whatever its class."""
+    read from what the run wrote ("No module named pytest" in its output, a module imported from
+    elsewhere in its session record) is the working state's word: the control decides it the same
+    way, whatever its class."""
     if verification.status == "verdict" or (verification.failure_class != "verifier" and not verification.said_by_run):
         return verification
     base = control()
@@ -294,7 +296,7 @@ def _graded(spec: TaskSpec, ran: _Ran, timeout: float, timeout_source: str, **fi
     run = {**ran.run, "pytest_exitstatus": None if session is None else session.get("exitstatus")}
     reason, failure_class = _no_verdict(ran.timed_out, timeout, session, run["output_tail"], ran.python,
                                         ran.copy_root, records)  # fmt: skip
-    fields["said_by_run"] = session is None and not ran.timed_out and pytest_missing(run["output_tail"])
+    fields["said_by_run"] = reason is not None  # a missing pytest, a module from elsewhere: the run's word
 
     # Every test that ran, every test function of the files that did not, and every file that
     # failed to collect without a known test: all are FAIL_TO_PASS of an instance built here.
