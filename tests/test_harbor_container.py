@@ -835,6 +835,26 @@ def test_the_images_python_is_asked_once_of_a_fresh_container(tmp_path: Path) ->
 
 @pytest.mark.slow
 @real_engine
+def test_a_working_directory_spelled_to_reach_the_verifiers_logs_cannot_plant_a_reward(tmp_path: Path) -> None:
+    # Red team (2026-12-02): with the verifier's folders set up before the state was copied in, a working
+    # directory spelled `//logs/verifier` (apart from /logs/verifier as a string) let the state's own
+    # reward.txt stand: solved with the wrong answer. The setup comes after the state again.
+    task = make_task(tmp_path / "t", '[environment]\nworkdir = "//logs/verifier"\n', {
+        "environment/Dockerfile": BASE_IMAGE,
+        "tests/test_outputs.py": "def test_answer():\n    assert open('answer.txt').read().strip() == '42'\n",
+        "tests/test.sh": "#!/bin/bash\nset -e\npython3 -m pytest -q /tests/test_outputs.py\necho 1 > /logs/verifier/reward.txt\n",
+    })  # fmt: skip
+    workdir = tmp_path / "wd"
+    workdir.mkdir()
+    (workdir / "answer.txt").write_text("7\n", encoding="utf-8")
+    (workdir / "reward.txt").write_text("1\n", encoding="utf-8")
+    result = real_run(task, tmp_path, workdir=workdir, base_image=None, out=None)
+    assert (result.outcome, result.exit_code) == ("not_solved", EXIT_NOT_SOLVED), result.to_dict()
+    assert not result.verification.solved
+
+
+@pytest.mark.slow
+@real_engine
 def test_a_failing_build_is_a_setup_failure_and_runs_nothing(tmp_path: Path) -> None:
     task = make_task(tmp_path / "broken", "", {**TRIVIAL, "environment/Dockerfile": "FROM python:3.12\nRUN false\n"})
     result = real_run(task, tmp_path, solution=True)
@@ -1087,38 +1107,21 @@ def run_solving_state(tmp_path: Path, engine: FakeEngine, toml: str) -> HarborRu
 
 
 @pytest.mark.slow
-def test_a_fresh_container_is_emptied_and_set_up_in_one_command_before_the_state_is_copied_in(
-        tmp_path: Path, engine: FakeEngine) -> None:  # fmt: skip
-    # One root command empties the working directory and sets up the verifier's folders (a stale reward
-    # removed): the state, copied after it into a folder apart from them, cannot plant anything there.
+def test_the_verifiers_folders_are_set_up_after_the_state_is_copied_in(tmp_path: Path, engine: FakeEngine) -> None:
+    # Emptying the working directory and copying the state in come first; the verifier's folders are set
+    # up (stale rewards, records and tests removed) after: a working directory that reaches one of them
+    # (a symlink in the image, a path spelled `//logs/verifier`) cannot keep what the state brought.
     result = run_solving_state(tmp_path, engine, "")
     assert result.exit_code == EXIT_SOLVED and result.verification.solved, result.to_dict()
     [name] = engine.created()
     calls = engine.calls()
-    root = [c for c in calls if c[:4] == ["exec", "--user", "0", name]]
-    assert len(root) == 1 and root[0][-2:] == ["sh", "/app"], root  # no `mkdir` nor a setup of its own
-    assert 'rm -rf -- "$1"/*' in root[0][6] and "/logs/verifier/reward.txt" in root[0][6]
+    clear, setup = [c for c in calls if c[:4] == ["exec", "--user", "0", name]]
+    assert clear[-2:] == ["sh", "/app"] and 'rm -rf -- "$1"/*' in clear[6]  # no `mkdir` of its own before it
+    assert "/logs/verifier/reward.txt" in setup[-1]
     assert not [c for c in calls if c[0] == "exec" and "pwd" in c]  # the image's WORKDIR, from its inspection
-    first = calls.index(root[0])
-    assert first < calls.index(next(c for c in calls if c[0] == "cp" and c[-1] == f"{name}:/app"))
-    assert first < calls.index(next(c for c in calls if c[0] == "cp" and c[-1] == f"{name}:/tests"))
-    assert_every_container_removed(engine)
-
-
-@pytest.mark.slow
-def test_verifier_folders_that_cannot_be_set_up_are_a_setup_failure_and_nothing_is_copied_or_run(
-        tmp_path: Path, engine: FakeEngine) -> None:  # fmt: skip
-    # The setup gives the verifier's user its folders (chown): a user the container does not have fails it.
-    result = run_solving_state(tmp_path, engine, '[verifier]\nuser = "no-such-user-here"\n')
-    verification = result.verification
-    assert (verification.status, verification.failure_class, verification.reward) == ("no_verdict", "setup", None)
-    assert (result.outcome, result.failure_class) == ("infrastructure_failure", "setup")
-    reason = verification.no_verdict_reason or ""
-    assert reason.startswith("the container engine failed: setting up the verifier's folders in "), reason
-    assert "exited with status 70" in reason and "no-such-user-here" in reason, reason
-    [name] = engine.created()
-    assert not [c for c in engine.calls() if c[0] == "cp" and c[-1].startswith(f"{name}:")]
-    assert not [c for c in engine.calls() if c[0] == "exec" and "pytest" in c]
+    placed = calls.index(next(c for c in calls if c[0] == "cp" and c[-1] == f"{name}:/app"))
+    assert calls.index(clear) < placed < calls.index(setup)
+    assert calls.index(setup) < calls.index(next(c for c in calls if c[0] == "cp" and c[-1] == f"{name}:/tests"))
     assert_every_container_removed(engine)
 
 
@@ -1336,8 +1339,3 @@ def test_cli_reports_a_container_it_could_not_remove(tmp_path: Path, engine: Fak
 def test_the_images_id_and_working_directory_are_read_from_one_inspection(answer: str,
                                                                            facts: tuple[str | None, str | None]) -> None:
     assert in_container.image_facts(answer) == facts
-
-
-def test_a_working_directory_apart_from_the_verifiers_folders_is_set_up_with_the_emptying() -> None:
-    assert in_container.contains("/logs", "/logs/verifier") and in_container.contains("/app", "/app/")
-    assert not in_container.contains("/app", "/application") and in_container.contains("/", "/tests")

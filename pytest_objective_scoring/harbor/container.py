@@ -41,10 +41,8 @@ from .in_container import (
     KEEP_ALIVE,
     ROOT,
     SETUP,
-    SETUP_FAILED,
     WITH_PYTHONPATH,
     asked_again,
-    contains,
     image_facts,
     last_line,
     shlex_quote,
@@ -417,24 +415,9 @@ class TaskContainer:
         user = (self.spec.agent_user if phase == "agent" else self.spec.verifier_user) or self.default_user
         return ["--user", user] if user else []
 
-    def _setup_first(self, workdir: str) -> bool:
-        """Whether the verifier's folders can be set up (:data:`SETUP`) in the same engine command that
-        empties the working directory, before the state is copied in: when nothing copied after it can
-        land in them (the working directory is apart from them, and no compose volume is placed)."""
-        service = self.spec.compose
-        if service is not None and any(v.kind in ("logs", "copy") for v in service.volumes):
-            return False
-        ours = (C_TESTS, C_VERIFIER_LOGS, C_RUN, C_TOOLS)
-        return not any(contains(workdir, folder) or contains(folder, workdir) for folder in ours)
-
-    def _place_state(self, name: str, workdir: str, copy: Path, setup: str | None = None) -> None:
-        """Empty the working directory (it must end up empty) and copy ``copy`` into it. ``setup``: run
-        in the same engine command once the directory is empty (:meth:`_setup_first`)."""
-        script = CLEAR_WORKDIR if setup is None else f"( {CLEAR_WORKDIR} ) || exit 1; {setup} || exit {SETUP_FAILED}"
-        cleared = self._call("exec", *ROOT, name, "sh", "-c", script, "sh", workdir, check=False)
-        if cleared.returncode == SETUP_FAILED and setup is not None:
-            raise ContainerFailure(f"setting up the verifier's folders in {name} exited with status "
-                                   f"{cleared.returncode}: {last_line(cleared)}")  # fmt: skip
+    def _place_state(self, name: str, workdir: str, copy: Path) -> None:
+        """Empty the working directory (it must end up empty) and copy ``copy`` into it."""
+        cleared = self._call("exec", *ROOT, name, "sh", "-c", CLEAR_WORKDIR, "sh", workdir, check=False)
         if cleared.returncode != 0:
             raise StateFailure(f"the image's working directory {workdir} could not be emptied before the "
                                f"working state was copied in (exit status {cleared.returncode}: "
@@ -554,15 +537,11 @@ class TaskContainer:
             # a container the solution ran in has its working directory; emptying it for a state creates it
             workdir = info["workdir"] = self.workdir(name, make=state is None and container is None)
             copy = area / "app"
-            user = self._user_flags("verifier")
-            setup = SETUP + (f" && chown -R {shlex_quote(user[1])} {C_VERIFIER_LOGS} {C_RUN}" if user else "")
-            set_up = False
             if state is not None:
                 copy_state(state, copy, exclude)
                 patch_ref = state_digest(copy)
                 removed = remove_shadowing(copy)
-                set_up = container is None and self._setup_first(workdir)
-                self._place_state(name, workdir, copy, setup if set_up else None)
+                self._place_state(name, workdir, copy)
             else:
                 raw = area / "from-container"
                 raw.mkdir()
@@ -574,8 +553,11 @@ class TaskContainer:
                 if removed:
                     self._call("exec", *ROOT, name, "rm", "-rf", "--", *(posixpath.join(workdir, r) for r in removed))
             tests = _stage_tests(spec, area)
-            if not set_up:
-                self._call("exec", *ROOT, name, "sh", "-c", setup)
+            # after the state: a working directory that is (or, by a symlink or a path spelled `//logs`, reaches)
+            # one of the verifier's folders must not keep a reward, a record or a test the state brought
+            user = self._user_flags("verifier")
+            setup = SETUP + (f" && chown -R {shlex_quote(user[1])} {C_VERIFIER_LOGS} {C_RUN}" if user else "")
+            self._call("exec", *ROOT, name, "sh", "-c", setup)
             self._call("cp", f"{tests}/.", f"{name}:{C_TESTS}")
             too_big = self._storage_check(name, label)
             if too_big is not None:

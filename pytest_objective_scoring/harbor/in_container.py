@@ -4,7 +4,6 @@ paths there, the POSIX shell snippets it runs (``sh -c``), and small pure reader
 
 from __future__ import annotations
 
-import posixpath
 import re
 import subprocess
 from typing import Final
@@ -48,12 +47,6 @@ def image_facts(text: str) -> tuple[str | None, str | None]:
     return image_id_of(found), workdir.strip()
 
 
-def contains(folder: str, path: str) -> bool:
-    """Whether the container path ``path`` is ``folder`` or inside it."""
-    folder, path = posixpath.normpath(folder), posixpath.normpath(path)
-    return folder == "/" or path == folder or path.startswith(folder + "/")
-
-
 def shlex_quote(text: str) -> str:
     import shlex
 
@@ -83,7 +76,6 @@ CLEAR_WORKDIR: Final = ('mkdir -p "$1" && rm -rf -- "$1"/* "$1"/.[!.]* "$1"/..?*
                         'echo "$f is still there" >&2; exit 1; fi; done')  # fmt: skip
 SETUP: Final = (f"mkdir -p {C_TESTS} {C_VERIFIER_LOGS} {C_RUN} && rm -rf {C_TESTS}/* {C_TESTS}/.[!.]* && "
                 f"rm -f {C_VERIFIER_LOGS}/{REWARD_TXT} {C_VERIFIER_LOGS}/{REWARD_JSON} {C_RUN}/record.jsonl")  # fmt: skip
-SETUP_FAILED: Final = 70  # the exit status of a setup run after CLEAR_WORKDIR that failed
 FIND_PYTHON: Final = ('for p in python3 python; do if command -v "$p" >/dev/null 2>&1 && "$p" -c "import pytest" '
                       '>/dev/null 2>&1; then command -v "$p"; exit 0; fi; done; exit 1')  # fmt: skip
 # The recorder first on the path, then the working state's import roots, then the image's own PYTHONPATH.
