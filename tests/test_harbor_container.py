@@ -844,11 +844,9 @@ def test_a_working_directory_spelled_to_reach_the_verifiers_logs_cannot_plant_a_
         "tests/test_outputs.py": "def test_answer():\n    assert open('answer.txt').read().strip() == '42'\n",
         "tests/test.sh": "#!/bin/bash\nset -e\npython3 -m pytest -q /tests/test_outputs.py\necho 1 > /logs/verifier/reward.txt\n",
     })  # fmt: skip
-    workdir = tmp_path / "wd"
-    workdir.mkdir()
-    (workdir / "answer.txt").write_text("7\n", encoding="utf-8")
-    (workdir / "reward.txt").write_text("1\n", encoding="utf-8")
-    result = real_run(task, tmp_path, workdir=workdir, base_image=None, out=None)
+    state = make_task(tmp_path / "wd", "", {"answer.txt": "7\n", "reward.txt": "1\n"})  # the wrong answer, and a reward
+    (state / "task.toml").unlink()
+    result = real_run(task, tmp_path, workdir=state, base_image=None, out=None)
     assert (result.outcome, result.exit_code) == ("not_solved", EXIT_NOT_SOLVED), result.to_dict()
     assert not result.verification.solved
 
