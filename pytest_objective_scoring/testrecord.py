@@ -208,6 +208,12 @@ def parse_records(text: str, key: str, signals: list[dict[str, str]] | None = No
     return collector, errors, session
 
 
+def pytest_missing(output: str) -> bool:
+    """Whether a run's output says its interpreter cannot import pytest (``python -m pytest``'s
+    words, or an import's). The run's word: code of the graded copy can write it too."""
+    return "No module named pytest" in output or "No module named 'pytest'" in output
+
+
 def assess(run: RunRecord, instance: Instance, compat: str, copy: Path, timeout: float) -> tuple[Grading, str | None, str]:
     """Grade a run and say why it is no verdict, with the failure class it would be."""
     records = run.collector.records
@@ -221,7 +227,7 @@ def assess(run: RunRecord, instance: Instance, compat: str, copy: Path, timeout:
         return grading, (f"the record of the test run was written by something other than the recorder "
                          f"({run.forged}): code of the graded copy tampered with its verdict"), "verifier"  # fmt: skip
     if run.session is None:
-        if "No module named pytest" in run.output_tail or "No module named 'pytest'" in run.output_tail:
+        if pytest_missing(run.output_tail):
             return grading, f"pytest is not installed for {run.command[0]}", "setup"
         return grading, f"the test run died before its session finished (exit code {run.exit_code})", "verifier"
     root = Path(run.copy_path).resolve() if run.copy_path else copy.resolve()

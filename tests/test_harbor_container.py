@@ -83,7 +83,13 @@ real_engine = pytest.mark.skipif(PODMAN is None, reason=f"needs podman and the l
 
 
 def make_task(root: Path, toml: str, files: dict[str, str]) -> Path:
-    for name, text in {"task.toml": toml, **files}.items():
+    return write_files(root, {"task.toml": toml, **files})
+
+
+def write_files(root: Path, files: dict[str, str]) -> Path:
+    """A folder of these files (a task, a working state)."""
+    root.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(textwrap.dedent(text), encoding="utf-8")
     return root
@@ -844,8 +850,7 @@ def test_a_working_directory_spelled_to_reach_the_verifiers_logs_cannot_plant_a_
         "tests/test_outputs.py": "def test_answer():\n    assert open('answer.txt').read().strip() == '42'\n",
         "tests/test.sh": "#!/bin/bash\nset -e\npython3 -m pytest -q /tests/test_outputs.py\necho 1 > /logs/verifier/reward.txt\n",
     })  # fmt: skip
-    state = make_task(tmp_path / "wd", "", {"answer.txt": "7\n", "reward.txt": "1\n"})  # the wrong answer, and a reward
-    (state / "task.toml").unlink()
+    state = write_files(tmp_path / "wd", {"answer.txt": "7\n", "reward.txt": "1\n"})  # the wrong answer, and a reward
     result = real_run(task, tmp_path, workdir=state, base_image=None, out=None)
     assert (result.outcome, result.exit_code) == ("not_solved", EXIT_NOT_SOLVED), result.to_dict()
     assert not result.verification.solved

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from ..testrecord import pytest_missing
 from .check import EngineStatus, static_tests, task_env
 from .environment import known_workdir, substitute_base
 from .in_container import (
@@ -62,7 +63,6 @@ from .verification import (
     _tail,
     _tests_of,
     copy_state,
-    pytest_missing,
     remove_shadowing,
     state_digest,
 )

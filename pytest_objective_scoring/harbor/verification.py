@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
+from ..testrecord import pytest_missing
 from .check import static_tests
 from .rewards import Reward, compute_reward
 from .task import CONTAINER_FILES, TaskSpec
@@ -228,12 +229,6 @@ def attributed(spec: TaskSpec, verification: Verification, control: Callable[[],
            "working state broke its own run, so nothing of it passed")  # fmt: skip
     return replace(verification, status="verdict", reward=compute_reward(spec.rules, [(i, False) for i in ids]),
                    failure_class=None, attribution=why)
-
-
-def pytest_missing(output: str) -> bool:
-    """Whether a run's output says its interpreter cannot import pytest (``python -m pytest``'s
-    words, or an import's)."""
-    return "No module named pytest" in output or "No module named 'pytest'" in output
 
 
 def _no_verdict(timed_out: bool, timeout: float, session: dict[str, Any] | None, tail: str, python: str,
