@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._version import __version__
-
 __all__ = ["Instance", "InstanceError", "Score", "TestGate", "__version__", "load_instance"]
 
 _LAZY = {
+    "__version__": "_version",  # not even this one-line module in a pytest run that does not enable the plugin
     "Score": "records",
     "TestGate": "records",
     "Instance": "instances",

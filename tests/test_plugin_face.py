@@ -13,8 +13,7 @@ from pytest_objective_scoring.plugin import integrity_status
 
 from .conftest import ROOT
 
-IDLE_MODULES = ["pytest_objective_scoring", "pytest_objective_scoring._version", "pytest_objective_scoring.plugin_entry",
-                "pytest_objective_scoring.plugin_options"]  # fmt: skip
+IDLE_MODULES = ["pytest_objective_scoring", "pytest_objective_scoring.plugin_entry", "pytest_objective_scoring.plugin_options"]
 
 REPORT_MODULES = """
 import json, sys
@@ -54,6 +53,15 @@ def test_the_package_is_imported_past_assertion_rewriting(pytester, write_instan
     assert loaders["pytest_objective_scoring.plugin"] == loaders["pytest_objective_scoring.scorer"] == "SourceFileLoader"
     rewritten = {m for m, loader in loaders.items() if loader == "AssertionRewritingHook"}
     assert rewritten <= {"pytest_objective_scoring", "pytest_objective_scoring._version", "pytest_objective_scoring.plugin_entry"}
+
+
+def test_the_version_is_read_when_asked_not_in_every_run():
+    """``__version__`` is lazy like the records: an idle run does not import even ``_version``."""
+    code = ("import sys, pytest_objective_scoring as p; assert 'pytest_objective_scoring._version' not in sys.modules; "
+            "from pytest_objective_scoring import __version__; from pytest_objective_scoring._version import __version__ as v; "
+            "assert p.__version__ == __version__ == v and 'pytest_objective_scoring._version' in sys.modules")  # fmt: skip
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_importing_the_entry_module_loads_nothing_heavy():
