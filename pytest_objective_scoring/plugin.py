@@ -25,7 +25,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Final, Mapping
 
 import pytest
 
@@ -333,6 +333,7 @@ class ScoringSession:
         self.envelope: dict[str, Any] | None = None
         self.written: list[str] = []
         self.ledger_line = ""
+        self.out_line: str | None = None  # why --objective-score-out could not be written
         self.harness_cost = harness_cost
         self.cpu_at_start = process_cpu_seconds()
         self.wall_at_start = time.perf_counter()
@@ -404,8 +405,8 @@ class ScoringSession:
             grading=grading,
             records=records,
         )
-        if reason is None and self.config.option.collectonly:
-            reason = "--collect-only ran no test"
+        if reason is None:
+            reason = _ran_no_test(self.config.option)
         score = None
         # the candidate is named even when there is no verdict, so runs stay apart in the ledger
         ref = self.settings.patch_ref or worktree_patch_ref(Path(self.config.rootpath), self.settings.out)
@@ -494,11 +495,9 @@ class ScoringSession:
         try:
             envelope = self.finish()
             if self.settings.out is not None:
-                from .envelope import dumps
-
-                make_parent(self.settings.out)
-                self.settings.out.write_text(dumps(envelope), encoding="utf-8")
-                self.written.append(str(self.settings.out))
+                self.out_line = _write_out(self.settings.out, envelope)
+                if self.out_line is None:
+                    self.written.append(str(self.settings.out))
             if self.settings.ledger is not None:
                 self.ledger_line = _record(self.settings.ledger, envelope)
         finally:
@@ -529,6 +528,8 @@ class ScoringSession:
         render_envelope(terminalreporter, self.envelope, self.written)
         line, markup = integrity_status(self.envelope)
         terminalreporter.write_line(line, **markup)
+        if self.out_line:
+            terminalreporter.write_line(self.out_line, red=True)
         if self.ledger_line:
             terminalreporter.write_line(self.ledger_line, red=self.ledger_line.startswith("ledger: NOT"))
 
@@ -630,6 +631,19 @@ def integrity_status(envelope: dict[str, Any]) -> tuple[str, dict[str, bool]]:
 from .own_folder import OWN_FOLDER, OWN_FOLDER_FILES, make_own_folder, make_parent  # noqa: E402,F401
 
 
+def _write_out(path: Path, envelope: dict[str, Any]) -> str | None:
+    """Write the envelope to ``--objective-score-out``; None when written, else why not (said, never
+    fatal: the ledger still records the run, and the gate still gives its status)."""
+    from .envelope import dumps
+
+    try:
+        make_parent(path)
+        path.write_text(dumps(envelope), encoding="utf-8")
+    except OSError as exc:
+        return f"score: NOT written to {path}: {exc.strerror or exc}"
+    return None
+
+
 def _record(path: Path, envelope: dict[str, Any]) -> str:
     """Append the run to the ledger; a ledger that cannot be written is said, never fatal to the run."""
     import sqlite3
@@ -642,6 +656,19 @@ def _record(path: Path, envelope: dict[str, Any]) -> str:
     except (LedgerError, sqlite3.Error, OSError) as exc:
         return f"ledger: NOT written to {path}: {exc}"
     return f"ledger: entry {entries[0].seq} appended to {path}"
+
+
+# pytest options under which the session runs no test body: a listed test "ran" only its fixtures
+RAN_NO_TEST: Final = (("collectonly", "--collect-only"), ("setupplan", "--setup-plan"), ("setuponly", "--setup-only"))
+
+
+def _ran_no_test(option: Any) -> str | None:
+    """Why a session ran no test though pytest finished it (``--collect-only``, ``--setup-only``,
+    ``--setup-plan``: the listed tests' bodies never ran, so there is nothing to grade), or None."""
+    for dest, flag in RAN_NO_TEST:
+        if getattr(option, dest, False):
+            return f"{flag} ran no test"
+    return None
 
 
 def _timeout_of(config: pytest.Config) -> float | None:

@@ -57,6 +57,10 @@ def resolve_settings(config: Any, usage_error: type[Exception]) -> Settings:
     instance, instance_source = pick("objective_score", "objective_score", options.ENV_INSTANCE)
     instance_id, _ = pick("objective_instance_id", "objective_instance_id")
     out, out_source = pick("objective_score_out", "objective_score_out")
+    out_path = _path(config, out, out_source)
+    if out_path is not None and out_path.is_dir():
+        raise usage_error(f"--objective-score-out {out} (from {out_source}): {out_path} is a directory; "
+                          "expected the file to write the envelope to")  # fmt: skip
     compat, source = pick("objective_compat", "objective_compat")
     if compat is not None and compat not in options.COMPAT_MODES:
         raise usage_error(f"objective_compat {compat!r} (from {source}) is not one of {', '.join(options.COMPAT_MODES)}")
@@ -80,7 +84,7 @@ def resolve_settings(config: Any, usage_error: type[Exception]) -> Settings:
         compute_rate=DEFAULT_COMPUTE_RATE if rate is None else rate,
         instance=_path(config, instance, instance_source),
         instance_id=instance_id or None,
-        out=_path(config, out, out_source),
+        out=out_path,
         compat=compat or "strict",
         patch_ref=config.getoption("objective_patch_ref"),
         gate=bool(gate),

@@ -503,6 +503,31 @@ def test_envelope_file_in_new_directory(pytester, write_instance):
     result.stdout.fnmatch_lines([f"score written to: {Path(pytester.path, 'deep/er/out.json')}"])
 
 
+def test_an_envelope_file_that_is_a_directory_is_a_usage_error(pytester, write_instance):
+    pytester.makepyfile(test_a="def test_a():\n    pass\n")
+    (pytester.path / "outdir").mkdir()
+    result = pytester.runpytest_inprocess(f"--objective-score={write_instance(['test_a.py::test_a'])}",
+                                          "--objective-score-out=outdir", "--objective-gate")  # fmt: skip
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--objective-score-out outdir (from command line): {pytester.path / 'outdir'} is a "
+                                 "directory; expected the file to write the envelope to*"])  # fmt: skip
+
+
+def test_an_envelope_file_that_cannot_be_written_is_said_and_the_ledger_still_records_the_run(pytester, write_instance):
+    """A write that fails at the session's end (here its folder is a file) is one line, never a
+    traceback: the verdict, the gate's status and the ledger's entry stand."""
+    pytester.makepyfile(test_a="def test_a():\n    pass\n")
+    (pytester.path / "afile").write_text("x", encoding="utf-8")
+    ledger = pytester.path / "l.sqlite"
+    result = pytester.runpytest_inprocess(f"--objective-score={write_instance(['test_a.py::test_a'])}",
+                                          "--objective-score-out=afile/score.json", "--objective-gate",
+                                          f"--objective-ledger={ledger}")  # fmt: skip
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["verdict: RESOLVED", f"score: NOT written to {pytester.path / 'afile' / 'score.json'}: *",
+                                 f"ledger: entry 1 appended to {ledger}"])  # fmt: skip
+    assert "score written to" not in result.stdout.str() and "Traceback" not in result.stdout.str()
+
+
 def test_failing_subtests_fail_the_test(pytester, write_instance, run_and_parse, num_processes):
     pytester.makepyfile(
         test_sub="""
@@ -560,10 +585,13 @@ def test_select_keeps_either_spelling_of_an_escaped_id(pytester, write_instance,
     result.assert_outcomes(passed=1, deselected=1)
 
 
-def test_collect_only_is_no_verdict(pytester, write_instance, run_and_parse):
-    pytester.makepyfile(test_a="def test_a():\n    pass\n")
-    result, envelope = run_and_parse(write_instance(["test_a.py::test_a"]), "--collect-only", "--objective-gate")
-    assert envelope["no_verdict_reason"] == "--collect-only ran no test"
+@pytest.mark.parametrize("flag", ["--collect-only", "--setup-only", "--setup-plan"])
+def test_a_session_that_runs_no_test_body_is_no_verdict(pytester, write_instance, run_and_parse, flag):
+    """--setup-only and --setup-plan finish the session with only the fixtures' phases: the listed
+    tests never ran, so there is no verdict (not a NOT RESOLVED of a gold patch)."""
+    pytester.makepyfile(test_a="import pytest\n\n@pytest.fixture\ndef f():\n    return 1\n\ndef test_a(f):\n    pass\n")
+    result, envelope = run_and_parse(write_instance(["test_a.py::test_a"]), flag, "--objective-gate")
+    assert (envelope["status"], envelope["no_verdict_reason"], envelope["score"]) == ("no_verdict", f"{flag} ran no test", None)
     assert result.ret == 3
 
 
