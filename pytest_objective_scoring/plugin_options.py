@@ -128,10 +128,24 @@ def pytest_addoption(parser: Any) -> None:
     add_plugin_ini(parser)
 
 
+def plugin_dests() -> frozenset[str]:
+    """The ``dest`` of every option :func:`add_plugin_options` registers (and of no other plugin's
+    or conftest's option, whatever its name)."""
+
+    class Recorder:
+        @staticmethod
+        def addoption(*names: str, dest: str, **more: Any) -> None:
+            dests.append(dest)
+
+    dests: list[str] = []
+    add_plugin_options(Recorder)
+    return frozenset(dests)
+
+
 def asked(config: Any) -> bool:
     """Whether any of the plugin's flags, ini keys or its environment variable is given."""
     if os.environ.get(ENV_INSTANCE):
         return True
-    if any(value for dest, value in vars(config.option).items() if dest.startswith("objective_")):
+    if any(getattr(config.option, dest, None) for dest in plugin_dests()):
         return True
     return any(config.getini(name) for name, _, _ in PLUGIN_INI)

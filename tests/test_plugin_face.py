@@ -40,6 +40,28 @@ def test_an_idle_plugin_imports_only_its_options(pytester):
     assert loaded(pytester) == {}
 
 
+def test_a_conftest_option_named_like_ours_does_not_enable_the_plugin(pytester):
+    """Only the plugin's own options, ini keys and environment variable enable it: a project's
+    ``--objective-mine`` (dest ``objective_mine``) is not one of them."""
+    pytester.makeconftest(REPORT_MODULES + """
+def pytest_addoption(parser):
+    parser.addoption("--objective-mine", dest="objective_mine", default=None)
+""")
+    pytester.makepyfile(test_a="def test_a():\n    pass\n")
+    assert pytester.runpytest_subprocess("-p", "no:randomly", "--objective-mine=v").ret == 0
+    assert sorted(loaded(pytester)) == IDLE_MODULES
+    assert pytester.runpytest_subprocess("-p", "no:randomly", "--objective-gate").ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_the_plugin_knows_its_own_options():
+    from pytest_objective_scoring.plugin_options import PLUGIN_INI, plugin_dests
+
+    dests = plugin_dests()
+    assert {"objective_score", "objective_score_out", "objective_gate", "objective_select", "objective_ledger",
+            "objective_no_ledger", "objective_cost", "objective_harness", "objective_compute_rate"} <= dests  # fmt: skip
+    assert {name for name, _, _ in PLUGIN_INI} <= dests and "objective_mine" not in dests
+
+
 def test_the_package_is_imported_past_assertion_rewriting(pytester, write_instance, monkeypatch):
     """pytest rewrites every module of a plugin's distribution and, where it cannot cache them
     (PYTHONDONTWRITEBYTECODE), parses them again in every run: past the entry module, the package's
