@@ -59,6 +59,9 @@ class CostError(ValueError):
         where = f"{source}: field {field!r}" if field else source
         super().__init__(f"{where}: {problem}")
 
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled (Dask) and copied with the arguments it was made with
+        return (type(self), (self.source, self.field, self.problem))
+
 
 @dataclass(frozen=True)
 class HarnessCost:

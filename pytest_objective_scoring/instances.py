@@ -33,6 +33,9 @@ class InstanceError(ValueError):
         where = f"{source}: field {field_name!r}: " if field_name else f"{source}: "
         super().__init__(where + problem)
 
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled (Dask) and copied with the arguments it was made with
+        return (type(self), (self.source, self.field, self.problem))
+
 
 @dataclass(frozen=True)
 class Instance:

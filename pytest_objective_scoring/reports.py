@@ -97,6 +97,15 @@ class ReportError(ValueError):
         where = self.path + (f":{line}" if line is not None else "")
         super().__init__(f"{where}: {element + ': ' if element else ''}{problem}")
 
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled (Dask) and copied with the arguments it was made with
+        return (_remade_report_error, (type(self), self.path, self.problem, self.line, self.element))
+
+
+def _remade_report_error(kind: type[ReportError], path: str, problem: str, line: int | None,
+                         element: str | None) -> ReportError:
+    """A :class:`ReportError` (or a subclass) made again from its parts (its keyword arguments)."""
+    return kind(path, problem, line=line, element=element)
+
 
 @dataclass
 class ParsedReport:

@@ -79,6 +79,9 @@ class InfraFailure(RuntimeError):
         self.failure_class = failure_class
         super().__init__(detail)
 
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled (Dask) and copied with the arguments it was made with
+        return (type(self), (self.failure_class, str(self)))
+
 
 def fresh(path: Path) -> None:
     """Remove whatever is at ``path`` (a file, a folder, a link, a FIFO), never following a link;

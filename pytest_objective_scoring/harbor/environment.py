@@ -43,6 +43,9 @@ class TaskError(ValueError):
         self.problem = problem
         super().__init__(f"{source}: {key}: {problem}" if key else f"{source}: {problem}")
 
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled (Dask) and copied with the arguments it was made with
+        return (type(self), (self.source, self.key, self.problem))
+
 
 @dataclass(frozen=True)
 class KeyUse:

@@ -73,6 +73,9 @@ class Interrupted(KeyboardInterrupt):
         names = ", ".join(item["name"] for item in self.not_removed)
         super().__init__(f"interrupted; containers not removed: {names}" if names else "interrupted")
 
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled and copied with the arguments it was made with
+        return (type(self), (self.not_removed, self.engine))
+
 
 
 @dataclass(frozen=True)
