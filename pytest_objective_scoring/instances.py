@@ -15,7 +15,7 @@ import difflib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Final, Iterator, Mapping
 
 __all__ = ["Instance", "InstanceError", "load_instance", "load_instances", "parse_instance"]
 
@@ -131,15 +131,43 @@ def parse_instance(data: Any, source: str = "<memory>") -> Instance:
     return Instance(instance_id, fail_to_pass, pass_to_pass, dict(data), source)
 
 
+class _TwiceGiven(ValueError):
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(key)
+
+
+def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are each given once (``json``'s ``object_pairs_hook``)."""
+    made: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in made:
+            raise _TwiceGiven(key)
+        made[key] = value
+    return made
+
+
+TWICE: Final = ("given twice in one object: JSON keeps the last and drops the first silently, so which value is "
+                "graded would be an accident")
+
+
+def _loads(where: str, text: str) -> Any:
+    try:
+        return json.loads(text, object_pairs_hook=_once_each)
+    except _TwiceGiven as exc:
+        raise InstanceError(where, exc.key, TWICE) from None
+
+
 def _json_rows(path: Path, text: str) -> Iterator[tuple[str, Any]]:
-    """Yield ``(where, object)`` from a JSON object, a JSON array or JSONL."""
+    """Yield ``(where, object)`` from a JSON object, a JSON array or JSONL (a key given twice in an
+    object is refused, never resolved by JSON's last-one-wins)."""
     source = str(path)
     stripped = text.strip()
     if not stripped:
         raise InstanceError(source, None, "the file is empty: expected a JSON object, a JSON array or JSONL")
     if not path.name.endswith(".jsonl"):
         try:
-            value = json.loads(text)
+            value = _loads(source, text)
         except json.JSONDecodeError as exc:
             if exc.msg != "Extra data":
                 raise InstanceError(
@@ -157,7 +185,7 @@ def _json_rows(path: Path, text: str) -> Iterator[tuple[str, Any]]:
         if not line.strip():
             continue
         try:
-            yield f"{source}:{lineno}", json.loads(line)
+            yield f"{source}:{lineno}", _loads(f"{source}:{lineno}", line)
         except json.JSONDecodeError as exc:
             raise InstanceError(f"{source}:{lineno}", None, f"invalid JSON in JSONL line: {exc.msg}") from None
 

@@ -304,6 +304,20 @@ def test_non_object_instance(tmp_path: Path) -> None:
     _assert_error(excinfo.value, path, None, "[item 1]", "an instance must be a JSON object, got int")
 
 
+@pytest.mark.parametrize("name", ["instance.json", "dataset.jsonl"])
+def test_a_key_given_twice_is_refused_never_last_one_wins(tmp_path: Path, name: str) -> None:
+    """JSON keeps the last of two equal keys silently: an instance whose FAIL_TO_PASS is given
+    twice (``[]`` then a list) would be graded on whichever came last."""
+    text = '{"instance_id": "x", "FAIL_TO_PASS": [], "FAIL_TO_PASS": ["t.py::test_a"], "PASS_TO_PASS": []}'
+    path = tmp_path / name
+    lines = [text] if name.endswith(".json") else [json.dumps(row("a-1")), text]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    error = error_for(path)
+    _assert_error(error, path, "FAIL_TO_PASS", "given twice in one object", "last")
+    if name.endswith(".jsonl"):
+        assert f"{path}:2:" in str(error)
+
+
 def test_invalid_json_reports_line_and_column(tmp_path: Path) -> None:
     path = tmp_path / "broken.json"
     path.write_text('{\n  "instance_id": "x",\n  "FAIL_TO_PASS": [,]\n}\n', encoding="utf-8")
