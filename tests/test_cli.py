@@ -156,6 +156,18 @@ def test_demo_prints_a_table_and_progress(tmp_path):
     assert "[5/5]" in result.stderr
 
 
+def test_demo_help_describes_the_bundle_it_grades():
+    from collections import Counter
+
+    from pytest_objective_scoring.commands.demo import DEMO_EPILOG, demo_cases, find_fixtures
+
+    cases = demo_cases(find_fixtures(None))
+    per_project = Counter(project for project, *_ in cases)
+    assert sorted(per_project.values()) == [2, 5, 5, 5], "three projects of five candidates and a miniature of pytest's"
+    assert f"{len(cases)} gradings" in " ".join(DEMO_EPILOG.split())
+    assert "three small Python projects" in DEMO_EPILOG and "miniature of pytest's own repository" in " ".join(DEMO_EPILOG.split())
+
+
 def test_demo_without_fixtures_is_bad_input(tmp_path):
     result = run_cli("demo", "--fixtures", str(tmp_path))
     assert result.returncode == 2

@@ -19,12 +19,14 @@ from . import HELP
 __all__ = ["EXPECTED", "cmd_demo", "demo_cases", "find_fixtures", "register"]
 
 DEMO_EPILOG = """\
-The bundled fixtures (fixtures/ in the source tree) hold three small Python
-projects, each with an instance and five candidates: the gold patch, a patch
-that fixes the bug but breaks a PASS_TO_PASS test, an empty patch, a tampering
-patch that rewrites the tests and adds a conftest.py forcing every outcome to
-"passed", and a patch that does not apply. Exit status 0 when every verdict is
-the expected one.
+The bundled example (installed with the package; fixtures/ in a source tree)
+holds three small Python projects, each with an instance and five candidates:
+the gold patch, a patch that fixes the bug but breaks a PASS_TO_PASS test, an
+empty patch, a tampering patch that rewrites the tests and adds a conftest.py
+forcing every outcome to "passed", and a patch that does not apply; and a
+miniature of pytest's own repository (its fix inside a pytest plugin module)
+with its gold and empty patches: 17 gradings. Exit status 0 when every verdict
+is the expected one.
 """
 
 EXPECTED = {
