@@ -71,3 +71,19 @@ def test_a_long_test_run_tells_how_far_it_is_on_standard_error(tmp_path):
     lines = [line for line in done.stderr.splitlines() if "test(s) finished" in line]
     assert lines and lines[0].startswith("objective-score grade: fixtures__intervals-1: candidate run: ")
     assert quiet.returncode == 0 and "test(s) finished" not in quiet.stderr
+
+
+def test_the_text_summary_says_which_tests_ran():
+    from pytest_objective_scoring.commands.grade import _render_runner
+
+    class Lines(list):
+        def write_line(self, line: str, **markup: object) -> None:
+            self.append(line)
+
+    def shown(runner: dict) -> list[str]:
+        lines = Lines()
+        _render_runner(lines, {"runner": {"failure_class": "none", **runner}})
+        return [line for line in lines if line.startswith("tests run:")]
+
+    assert shown({"scope": "listed tests only (--select)", "run": {"exit_code": 0}}) == ["tests run: listed tests only (--select)"]
+    assert shown({"scope": "every test of the listed tests' files", "run": None}) == [], "a patch that did not apply ran nothing"

@@ -322,6 +322,8 @@ def _render_runner(writer: Any, envelope: dict[str, Any]) -> None:
         writer.write_line(f"candidate applied with: {apply.get('strategy') or 'nothing (did not apply)'}")
         for dropped in apply.get("dropped", []):
             writer.write_line(f"  not applied (protected): {dropped['path']} - {dropped['reason']}")
+    if runner.get("scope") and runner.get("run"):  # a candidate that did not apply ran nothing
+        writer.write_line(f"tests run: {runner['scope']}")
     writer.write_line(f"failure class: {runner.get('failure_class')}")
     cost, breakdown = envelope.get("cost"), envelope.get("cost_breakdown") or {}
     if cost:
