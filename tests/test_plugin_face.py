@@ -86,6 +86,13 @@ def test_the_version_is_read_when_asked_not_in_every_run():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_the_lazy_names_are_listed_by_dir():
+    import pytest_objective_scoring as package
+
+    assert set(package.__all__) <= set(dir(package))
+    assert all(getattr(package, name) is not None for name in package.__all__)
+
+
 def test_importing_the_entry_module_loads_nothing_heavy():
     code = (
         "import sys, pytest_objective_scoring.plugin_entry; "
