@@ -554,8 +554,29 @@ def interpreter_folders(python):
     for path in json.loads(result.stdout.strip().splitlines()[-1]):
         folders.append(path)
         folders.append(os.path.realpath(path))
+        folders.extend(link_targets(path))
     _FOLDERS[python] = folders
     return folders
+
+
+def link_targets(folder):
+    # type: (str) -> List[str]
+    """Where the links directly inside an import folder lead: a site-packages made of links (Nix's
+    Python environments, a folder of links named in a .pth) imports from their targets, so the
+    sandbox shows those too (a linked folder, or the folder of a linked file), read-only like the
+    rest of the interpreter's folders."""
+    found = []  # type: List[str]
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_symlink():
+                    real = os.path.realpath(entry.path)
+                    target = real if os.path.isdir(real) else os.path.dirname(real)
+                    if os.path.exists(target) and target not in found:
+                        found.append(target)
+    except OSError:  # not a folder (a zip on sys.path), or unreadable: nothing more to show
+        pass
+    return found
 
 
 def visible(folders, hidden):

@@ -163,6 +163,25 @@ def test_interpreter_without_pytest_is_a_setup_failure(tmp_path):
     assert "pytest is not installed" in result.envelope["no_verdict_reason"]
 
 
+def test_an_environment_made_of_links_is_graded_through_them(tmp_path):
+    """A site-packages made of links (as Nix builds a Python environment) imports from the links'
+    targets: the sandbox shows them too, or pytest "is not installed"."""
+    import sysconfig
+
+    venv = tmp_path / "linked"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    purelib = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                  capture_output=True, text=True, check=True).stdout.strip())  # fmt: skip
+    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        if not entry.name.endswith(".pth") and not (purelib / entry.name).exists():
+            (purelib / entry.name).symlink_to(entry)
+    assert subprocess.run([str(python), "-c", "import pytest"], capture_output=True).returncode == 0
+    result = grade("intervals", patch_of("intervals", "gold"), python=str(python))
+    assert (result.exit_code, result.envelope["no_verdict_reason"]) == (0, None)
+    assert result.envelope["score"]["resolved"] == "resolved"
+
+
 @pytest.mark.parametrize(
     ("kwargs", "fragment"),
     [
