@@ -554,17 +554,22 @@ def interpreter_folders(python):
     for path in json.loads(result.stdout.strip().splitlines()[-1]):
         folders.append(path)
         folders.append(os.path.realpath(path))
-        folders.extend(link_targets(path))
+        if os.path.basename(os.path.normpath(path)) in SITE_FOLDERS:  # not a repository put on the path
+            folders.extend(link_targets(path))
     _FOLDERS[python] = folders
     return folders
 
 
+SITE_FOLDERS = ("site-packages", "dist-packages")
+
+
 def link_targets(folder):
     # type: (str) -> List[str]
-    """Where the links directly inside an import folder lead: a site-packages made of links (Nix's
-    Python environments, a folder of links named in a .pth) imports from their targets, so the
-    sandbox shows those too (a linked folder, or the folder of a linked file), read-only like the
-    rest of the interpreter's folders."""
+    """Where the links directly inside a site-packages folder lead: one made of links (as Nix builds
+    a Python environment) imports from their targets, so the sandbox shows those too (a linked
+    folder, or the folder of a linked file), read-only like the rest of the interpreter's folders.
+    Only site folders are read this way: a repository on the path (an editable install) may hold
+    links to anywhere, and what they lead to is not the interpreter's."""
     found = []  # type: List[str]
     try:
         with os.scandir(folder) as entries:

@@ -182,6 +182,26 @@ def test_an_environment_made_of_links_is_graded_through_them(tmp_path):
     assert result.envelope["score"]["resolved"] == "resolved"
 
 
+def test_only_site_folders_have_their_links_followed(tmp_path):
+    """A folder on the path that is not a site folder (a repository installed in editable mode) may
+    link anywhere: its links' targets are not the interpreter's, and the sandbox does not show them."""
+    from pytest_objective_scoring import sandbox
+
+    venv = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    purelib = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                  capture_output=True, text=True, check=True).stdout.strip())  # fmt: skip
+    linked, elsewhere, repo = tmp_path / "linked-lib", tmp_path / "elsewhere", tmp_path / "repo"
+    for folder in (linked, elsewhere, repo):
+        folder.mkdir()
+    (purelib / "lib").symlink_to(linked)
+    (repo / "secrets").symlink_to(elsewhere)
+    (purelib / "repo.pth").write_text(f"{repo}\n", encoding="utf-8")
+    folders = sandbox.interpreter_folders(str(python))
+    assert str(repo) in folders and str(linked) in folders and str(elsewhere) not in folders
+
+
 @pytest.mark.parametrize(
     ("kwargs", "fragment"),
     [
