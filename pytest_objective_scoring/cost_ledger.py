@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Iterable, Mapping, Sequence
 
+from .remade import Remade
+
 __all__ = [
     "COST_FIELDS",
     "DEFAULT_COMPUTE_RATE",
@@ -51,7 +53,7 @@ INFRA_CLASSES: Final = frozenset({"setup", "verifier"})
 UNNAMED: Final = "unnamed"
 
 
-class CostError(ValueError):
+class CostError(Remade, ValueError):
     """A harness cost that cannot be read: names the source, the field and what was expected."""
 
     def __init__(self, source: str, field: str | None, problem: str) -> None:
@@ -59,8 +61,6 @@ class CostError(ValueError):
         where = f"{source}: field {field!r}" if field else source
         super().__init__(f"{where}: {problem}")
 
-    def __reduce__(self) -> tuple[Any, ...]:  # pickled (Dask) and copied with the arguments it was made with
-        return (type(self), (self.source, self.field, self.problem))
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Iterator, Mapping
 
+from .remade import Remade
+
 __all__ = ["Instance", "InstanceError", "load_instance", "load_instances", "parse_instance"]
 
 F2P = "FAIL_TO_PASS"
 P2P = "PASS_TO_PASS"
 
 
-class InstanceError(ValueError):
+class InstanceError(Remade, ValueError):
     """An instance or dataset that cannot be graded, with where and why."""
 
     def __init__(self, source: str, field_name: str | None, problem: str) -> None:
@@ -33,8 +35,6 @@ class InstanceError(ValueError):
         where = f"{source}: field {field_name!r}: " if field_name else f"{source}: "
         super().__init__(where + problem)
 
-    def __reduce__(self) -> tuple[Any, ...]:  # pickled (Dask) and copied with the arguments it was made with
-        return (type(self), (self.source, self.field, self.problem))
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ from xml.parsers import expat
 from . import outcomes as oc
 from .instances import Instance
 from .outcomes import Collector
+from .remade import Remade
 from .scorer import Grading, exit_status_note, grade, make_score, no_verdict_reason
 
 __all__ = [
@@ -86,7 +87,7 @@ _CRASH: Final = re.compile(r"worker '[^']*' crashed while running ")
 _OLD_XPASS: Final = "xfail-marked test passes unexpectedly"  # older pytest's strict xpass under junitxml
 
 
-class ReportError(ValueError):
+class ReportError(Remade, ValueError):
     """An outcome file that cannot be graded: which file, where in it, and what is wrong."""
 
     def __init__(self, path: str | Path, problem: str, *, line: int | None = None, element: str | None = None) -> None:
@@ -97,14 +98,6 @@ class ReportError(ValueError):
         where = self.path + (f":{line}" if line is not None else "")
         super().__init__(f"{where}: {element + ': ' if element else ''}{problem}")
 
-    def __reduce__(self) -> tuple[Any, ...]:  # pickled (Dask) and copied with the arguments it was made with
-        return (_remade_report_error, (type(self), self.path, self.problem, self.line, self.element))
-
-
-def _remade_report_error(kind: type[ReportError], path: str, problem: str, line: int | None,
-                         element: str | None) -> ReportError:
-    """A :class:`ReportError` (or a subclass) made again from its parts (its keyword arguments)."""
-    return kind(path, problem, line=line, element=element)
 
 
 @dataclass

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any, Final, Mapping, Sequence
 
 from . import liveness, protect
+from .remade import Remade
 
 __all__ = [
     "APPLY_STRATEGIES",
@@ -72,15 +73,13 @@ class BadInput(ValueError):
     """The request cannot be graded as given (exit status 2)."""
 
 
-class InfraFailure(RuntimeError):
+class InfraFailure(Remade, RuntimeError):
     """The environment, not the candidate, failed (exit status 3)."""
 
     def __init__(self, failure_class: str, detail: str) -> None:
         self.failure_class = failure_class
         super().__init__(detail)
 
-    def __reduce__(self) -> tuple[Any, ...]:  # pickled (Dask) and copied with the arguments it was made with
-        return (type(self), (self.failure_class, str(self)))
 
 
 def fresh(path: Path) -> None:

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from ..remade import Remade
+
 HONOURED: Final = "honoured"
 INFORMATIONAL: Final = "informational"
 REFUSED: Final = "refused"
@@ -34,7 +36,7 @@ REFUSED: Final = "refused"
 CONTAINER_ROOTS: Final = ("/app", "/tests", "/solution", "/logs")
 
 
-class TaskError(ValueError):
+class TaskError(Remade, ValueError):
     """A task directory that cannot be used as given: names the file, the key and what was expected."""
 
     def __init__(self, source: Path | str, key: str | None, problem: str) -> None:
@@ -43,8 +45,6 @@ class TaskError(ValueError):
         self.problem = problem
         super().__init__(f"{source}: {key}: {problem}" if key else f"{source}: {problem}")
 
-    def __reduce__(self) -> tuple[Any, ...]:  # pickled (Dask) and copied with the arguments it was made with
-        return (type(self), (self.source, self.key, self.problem))
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from .. import __version__
 from ..errors import EXIT_BAD_INPUT
+from ..remade import Remade
 from .check import (
     HOST_SCRIPT_NOTE,
     LINE_BREAK,
@@ -62,7 +63,7 @@ class NeedsContainer(Refused):
     """The task needs a container that this command does not provide; nothing ran on the host."""
 
 
-class Interrupted(KeyboardInterrupt):
+class Interrupted(Remade, KeyboardInterrupt):
     """A run stopped by Ctrl-C (``harbor run`` turns SIGTERM into one), raised once its containers were
     removed: ``not_removed`` lists those that could not be (``{"name", "error"}``), ``engine`` the
     engine's name, to remove them with."""
@@ -72,9 +73,6 @@ class Interrupted(KeyboardInterrupt):
         self.engine = engine
         names = ", ".join(item["name"] for item in self.not_removed)
         super().__init__(f"interrupted; containers not removed: {names}" if names else "interrupted")
-
-    def __reduce__(self) -> tuple[Any, ...]:  # pickled and copied with the arguments it was made with
-        return (type(self), (self.not_removed, self.engine))
 
 
 
