@@ -21,6 +21,15 @@ read-only tools folder, then in this order:
    runs pytest as ``python -m pytest`` does; the recorder, loaded by pytest (``-p``), takes the
    channel from this module once.
 
+For a runner other than pytest (``OBJECTIVE_SCORING_RUNNER``: ``django``, ``sympy``, ``unittest``)
+step 2 also loads the program recorder (:mod:`.program_recorder`, staged beside this file), which
+wraps unittest's result protocol or SymPy's reporter before ``site`` runs, and step 4 runs the
+repository's own program instead of pytest: a script (``tests/runtests.py``, ``bin/test``) as
+``python SCRIPT`` runs it (its folder first on the path) or a module (``-m unittest``) as ``python -m``
+does (the current folder first). When it ends, this module writes the run's ``session`` line (how it
+ended, what it imported from where, whether the recorder's wrappers are still in place) and exits
+with the program's status; a process that ends any other way leaves no session, so no verdict.
+
 Stdlib only and Python 3.8 syntax (the environment under test may be old); the first lines import
 nothing the copy could supply.
 """
@@ -178,26 +187,106 @@ class Watch(object):
             self.busy = False
 
 
+PROGRAM_MODULE = "_objective_scoring_program"
+
+
+def _program_recorder(tools, runner):
+    # type: (str, str) -> Any
+    """The program recorder (``program_recorder.py``, staged in the tools folder), installed on the
+    channel: loaded from its file, before ``site`` and before the copy is on the path."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(PROGRAM_MODULE, os.path.join(tools, PROGRAM_MODULE + ".py"))
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module, module.install(CHANNEL, runner)
+
+
+def _exit_status(code):
+    # type: (Any) -> int
+    """What ``sys.exit(code)`` makes the process's status."""
+    if code is None:
+        return 0
+    if isinstance(code, bool):
+        return int(code)
+    return code if isinstance(code, int) else 1
+
+
+def _run_program(argv, roots, recorder):
+    # type: (List[str], List[str], Any) -> None
+    """Run the repository's own test program (``SCRIPT ARGS`` or ``-m MODULE ARGS``) as ``python``
+    would, then write the session line and exit with the program's status."""
+    import runpy
+
+    if argv[:1] == ["-m"] and len(argv) > 1:
+        first, name = os.getcwd(), argv[1]
+        sys.argv = [name] + argv[2:]
+
+        def run():
+            # type: () -> None
+            runpy.run_module(name, run_name="__main__", alter_sys=True)
+    else:
+        script = os.path.abspath(argv[0])
+        first = os.path.dirname(script)
+        sys.argv = list(argv)
+
+        def run():
+            # type: () -> None
+            runpy.run_path(script, run_name="__main__")
+    for entry in [first] + roots:
+        while entry in sys.path:
+            sys.path.remove(entry)
+    sys.path[0:0] = [first] + roots
+    status = 0
+    try:
+        run()
+    except SystemExit as exc:
+        if exc.code is not None and not isinstance(exc.code, int):
+            sys.stderr.write("%s\n" % (exc.code,))
+        status = _exit_status(exc.code)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        status = 1
+    if recorder is not None and CHANNEL is not None:
+        module, program = recorder
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except Exception:
+            pass
+        CHANNEL.write(module.session(program, status, dict(_ENVIRON)))
+    sys.exit(status)
+
+
+_ENVIRON = {k: v for k, v in os.environ.items() if k.startswith(_PREFIX)}  # as the grader set them
+
+
 def main():
     # type: () -> None
     copy = os.environ.get(_PREFIX + "COPY")
     guarded = [g for g in os.environ.get(_PREFIX + "GUARDED", "").split(os.pathsep) if g]
+    runner = os.environ.pop(_PREFIX + "RUNNER", "pytest")
     if CHANNEL is not None and hasattr(sys, "addaudithook"):
         sys.addaudithook(Watch(CHANNEL, copy, guarded))
+    tools = os.path.dirname(os.path.abspath(__file__))
+    recorder = _program_recorder(tools, runner) if runner != "pytest" and CHANNEL is not None else None
     if not sys.__dict__.pop("_objective_scoring_warm", False):  # a warm test process (warm_server.py) ran it once
         import site
 
         site.main()
-    tools = os.path.dirname(os.path.abspath(__file__))
     roots = [r for r in os.environ.get(_PREFIX + "IMPORT_ROOTS", "").split(os.pathsep) if r]
-    for entry in [os.getcwd(), tools] + roots:
-        while entry in sys.path:
-            sys.path.remove(entry)
-    sys.path[0:0] = [os.getcwd(), tools] + roots
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(encoding="utf-8", errors="backslashreplace")
+    if runner != "pytest":
+        _run_program(sys.argv[1:], roots, recorder)
+    for entry in [os.getcwd(), tools] + roots:
+        while entry in sys.path:
+            sys.path.remove(entry)
+    sys.path[0:0] = [os.getcwd(), tools] + roots
     # pytest imports the recorder itself (-p), so that it is no "module already imported" for the
     # assertion rewriter; the recorder takes the channel from here, once
     sys.modules["_objective_scoring_boot"] = sys.modules[__name__]

@@ -18,13 +18,14 @@ from . import envelope as env
 from . import protect
 from .instances import Instance
 from .processes import network_isolation, pid_isolation
+from .test_commands import CommandError, TestCommand, choose, directives, id_targets, listed_files
 from .testrecord import RunRecord
 from .workspace import BadInput
 
 if TYPE_CHECKING:
     from .runner import GradeRequest
 
-__all__ = ["Journal", "Task", "check_request", "check_test_ids", "resolve_python"]
+__all__ = ["Journal", "Task", "check_request", "check_test_ids", "program_targets", "resolve_python"]
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,10 @@ class Task:
     engine: str  # container mode: the engine found for ``request.engine``; "" otherwise
     test_patch: str | None  # ``request.test_patch``, else the instance's
     test_patch_files: list[str]
-    guarded: list[str]  # the test patch's files and the listed tests' files: the judge
+    guarded: list[str]  # the test patch's files, the listed tests' files and the runner's own: the judge
     patch_ref: str
+    command: TestCommand  # which program runs the tests (:mod:`.test_commands`)
+    targets: tuple[str, ...] = ()  # what it runs (non-pytest runners: SWE-bench's test directives)
 
     @property
     def instance(self) -> Instance:
@@ -62,15 +65,43 @@ def check_request(request: GradeRequest) -> Task:
         raise BadInput(f"--repo {request.repo}: not a directory")
     else:
         python = resolve_python(request.python)
-    check_test_ids(instance)
+    try:
+        command = choose(instance, request.runner, request.test_cmd, request.command_source)
+    except CommandError as exc:
+        raise BadInput(str(exc)) from None
+    if command.is_pytest:
+        check_test_ids(instance)
+    elif request.select:
+        raise BadInput(f"--select: the {command.runner} runner runs the test patch's modules, as SWE-bench runs them; "
+                       "selecting the listed tests is for pytest runs")  # fmt: skip
     test_patch = request.test_patch if request.test_patch is not None else instance.test_patch
     try:
         test_patch_files = protect.patch_files(test_patch) if test_patch else []
     except protect.PatchParseError as exc:
         raise BadInput(f"the test patch cannot be parsed: {exc}") from None
+    targets = program_targets(instance, command, test_patch_files)
+    guarded = list(dict.fromkeys([*test_patch_files, *listed_files(command, instance.listed), *command.kind.protected]))
     return Task(request=request, python=python, engine=engine or "", test_patch=test_patch,
-                test_patch_files=test_patch_files, guarded=[*test_patch_files, *instance.test_files()],
-                patch_ref=request.patch_ref or env.patch_ref_of(request.patch))  # fmt: skip
+                test_patch_files=test_patch_files, guarded=guarded,
+                patch_ref=request.patch_ref or env.patch_ref_of(request.patch), command=command,
+                targets=tuple(targets))  # fmt: skip
+
+
+def program_targets(instance: Instance, command: TestCommand, test_patch_files: list[str]) -> list[str]:
+    """What a runner other than pytest runs: SWE-bench's test directives of the test patch, or,
+    without one, the places the listed ids name; :class:`BadInput` when there is neither."""
+    if command.is_pytest:
+        return []
+    found = directives(command, test_patch_files)
+    if found:
+        return found
+    found, unplaced = id_targets(command, instance.listed)
+    if unplaced or not found:
+        example = unplaced[0] if unplaced else next(iter(instance.listed), "(none)")
+        raise BadInput(f"{instance.source}: the {command.runner} runner cannot tell which tests to run: the instance "
+                       f"has no test patch and test id {example!r} names no module or file (expected "
+                       f"{command.kind.ids}, or a test_patch)")  # fmt: skip
+    return found
 
 
 def resolve_python(python: str) -> str:
@@ -115,7 +146,11 @@ class Journal:
             "test_patch": {"source": "file" if request.test_patch is not None else ("instance" if task.test_patch else None),
                            "files": task.test_patch_files},
             "scope": "listed tests only (--select)" if request.select else "every test of the listed tests' files",
+            "test_command": task.command.to_dict(),
         }  # fmt: skip
+        if not task.command.is_pytest:
+            self.runner["scope"] = f"the test patch's modules, as SWE-bench runs them ({task.command.runner})"
+            self.runner["targets"] = list(task.targets)
 
     def step(self, name: str) -> None:
         now = time.perf_counter()

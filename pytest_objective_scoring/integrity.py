@@ -41,6 +41,7 @@ INVALID_FLAGS: Final = {
     "record_forged": "tampered_outcome",
     "code_replaced": "tampered_outcome",
     "objects_walked": "judge_inspected",
+    "console_disagrees": "tampered_outcome",
 }
 DAY: Final = 86400
 

@@ -125,6 +125,9 @@ class GradeRequest:
     max_output_bytes: int = MAX_OUTPUT  # a test run writing more is stopped (failure class output_limit)
     select: bool = False  # run only the listed tests of their files (``grade --select``)
     progress: Callable[[str], None] | None = None  # told, every few seconds of a test run, how far it is
+    runner: str | None = None  # the test runner, over SWE-bench's table (``--runner``, an environments entry)
+    test_cmd: str | None = None  # its command line, likewise (``--test-cmd``)
+    command_source: str = "--runner"  # where ``runner`` and ``test_cmd`` came from, for messages
 
 
 @dataclass
@@ -347,6 +350,8 @@ class Apply:
         if task.test_patch:
             apply_test_patch(copy.path, copy.baseline, task.test_patch, task.test_patch_files, self.workspace)
         self.journal.step("test_patch")
+        if not task.command.is_pytest:
+            return self.program_targets()
         test_files = [f for f in task.instance.test_files() if (copy.path / f).exists()]
         absent = [f for f in task.instance.test_files() if not (copy.path / f).exists()]
         runner["test_files"] = test_files
@@ -355,6 +360,31 @@ class Apply:
         if not test_files:
             raise InfraFailure("setup", f"none of the listed tests' files exist after the test patch: {', '.join(absent)}")
         return test_files
+
+
+    def program_targets(self) -> list[str]:
+        """A runner other than pytest: its targets (SWE-bench's test directives) that name a module,
+        package or file of the copy after the test patch."""
+        task, copy, runner = self.task, self.copy, self.journal.runner
+        present = [t for t in task.targets if target_exists(copy.path, task.command.runner, t)]
+        absent = [t for t in task.targets if t not in present]
+        if absent:
+            runner["absent_targets"] = absent
+        if not present:
+            raise InfraFailure("setup", f"none of the {task.command.runner} runner's targets exist after the test "
+                                        f"patch: {', '.join(absent)}")  # fmt: skip
+        return present
+
+
+def target_exists(copy: Path, runner: str, target: str) -> bool:
+    """Whether a runner's target names something of the copy: a file (SymPy's paths), or a module,
+    package or class whose module is there (Django's labels below ``tests/``, unittest's from the root)."""
+    if runner == "sympy":
+        return (copy / target).exists()
+    base = copy / "tests" if runner == "django" else copy
+    parts = target.split(".")
+    return any((base.joinpath(*parts[:n]).with_suffix(".py")).is_file() or (base.joinpath(*parts[:n]) / "__init__.py").is_file()
+               or (runner == "django" and base.joinpath(*parts[:n]).is_dir()) for n in range(len(parts), 0, -1))
 
 
 # ------------------------------------------------------------------ 3. run
@@ -402,7 +432,8 @@ class Run:
                                           copy=copy or self.copy.path, workspace=self.workspace, python=task.python,
                                           test_files=test_files, timeout=request.timeout,
                                           network=request.network, label=label, shuffle_seed=shuffle_seed,
-                                          guarded=task.guarded, max_output=request.max_output_bytes, **scope)  # fmt: skip
+                                          guarded=task.guarded, max_output=request.max_output_bytes,
+                                          command=task.command, **scope)  # fmt: skip
             except container.ContainerError as exc:
                 raise InfraFailure("setup", f"the {label} run's container: {exc}") from None
         else:
@@ -411,7 +442,8 @@ class Run:
                                    python=task.python, test_files=test_files, timeout=request.timeout,
                                    network=request.network, label=label, shuffle_seed=shuffle_seed,
                                    keep_state=label.startswith("rerun-"), guarded=task.guarded,
-                                   hidden=request.hidden, max_output=request.max_output_bytes, **scope)  # fmt: skip
+                                   hidden=request.hidden, max_output=request.max_output_bytes,
+                                   command=task.command, **scope)  # fmt: skip
             except SandboxFailure as exc:
                 raise InfraFailure("setup", f"the sandbox could not be set up for the {label} run: {exc}") from None
         self.journal.runs.append(record)
@@ -521,8 +553,14 @@ class Score:
 
     def judge(self, run: RunRecord, copy: Path | None = None) -> Judgement:
         """``run`` (over ``copy``, the pristine copy by default) graded, and its signals."""
-        request = self.task.request
-        grading, reason, failure = assess(run, self.task.instance, request.compat, copy or self.copy.path, request.timeout)
+        request, instance = self.task.request, self.task.instance
+        if run.runner != "pytest":  # Django, SymPy, unittest: the record, and the console beside it
+            from . import program_runs
+
+            grading, reason, failure = program_runs.assess(run, instance, request.compat, copy or self.copy.path,
+                                                           request.timeout)  # fmt: skip
+            return Judgement(run, grading, reason, failure, program_runs.signals(run, self.copy.path, instance, request.compat))
+        grading, reason, failure = assess(run, instance, request.compat, copy or self.copy.path, request.timeout)
         return Judgement(run, grading, reason, failure, signals(run, self.copy.path))
 
     def candidate(self, run: RunRecord) -> Judgement:
@@ -577,7 +615,8 @@ class Score:
         request = self.task.request
         graded = []
         for seed, run in runs:
-            grading, reason, _ = assess(run, self.task.instance, request.compat, self.copy.path, request.timeout)
+            judged = self.judge(run)
+            grading, reason = judged.grading, judged.reason
             resolved = reason is None and grading.fail_to_pass.verdict == "satisfied" and grading.pass_to_pass.verdict == "satisfied"
             graded.append({"seed": seed, "resolved": resolved, "no_verdict_reason": reason,
                            "fail_to_pass": grading.fail_to_pass.passed, "pass_to_pass": grading.pass_to_pass.passed,
@@ -601,18 +640,25 @@ class Record:
     def verdict(self, verdict: Verdict, copy: Copy, applied: Applied, reruns: list[dict[str, Any]]) -> GradeResult:
         task, runner = self.task, self.journal.runner
         session = verdict.run.session or {}
-        score = make_score(verdict.grading, task.patch_ref, self._graded_by(session), int(time.time()))
+        score = make_score(verdict.grading, task.patch_ref, self._graded_by(session, verdict.run.runner), int(time.time()))
         failure_class = verdict.failure_class or ("none" if score.resolved == "resolved" else "solver")
         runner["failure_class"] = failure_class
         runner["steps"] = self.journal.steps
         records = verdict.run.collector.records
+        errors = [{"nodeid": n, "message": m} for n, m in verdict.run.collect_errors]
+        note = exit_status_note(session.get("exitstatus"), records)
+        if verdict.run.runner != "pytest":
+            from .program_runs import record_run
+
+            run = record_run(verdict.run.runner, verdict.run.cases, session, verdict.run.copy_path)
+            errors = [{"nodeid": e.scope, "message": e.description} for e in run.events]
+            note = "; ".join(run.notes) or None
         envelope = env.build_envelope(
             instance_id=task.instance.instance_id,
             score=score,
             grading=verdict.grading,
             no_verdict=None,
-            session={"exitstatus": session.get("exitstatus"), "note": exit_status_note(session.get("exitstatus"), records),
-                     "collection_errors": [{"nodeid": n, "message": m} for n, m in verdict.run.collect_errors]},
+            session={"exitstatus": session.get("exitstatus"), "note": note, "collection_errors": errors},
             integrity=self.journal.integrity,
             extra=self.extra(session, score.to_dict()),
         )  # fmt: skip
@@ -727,10 +773,10 @@ class Record:
         envelope["scorecard"] = card.to_dict()
         envelope["scorecard_details"] = details
 
-    def _graded_by(self, session: Mapping[str, Any]) -> str:
+    def _graded_by(self, session: Mapping[str, Any], runner: str = "pytest") -> str:
         return env.graded_by(
-            mode="runner",
-            pytest_version=str(session.get("pytest_version", "unknown")),
+            mode="runner" if runner == "pytest" else f"runner:{runner}",
+            pytest_version=str(session.get("pytest_version", "unknown" if runner == "pytest" else "none")),
             python=f"{session.get('python_implementation', 'Python')}/{session.get('python_version', 'unknown')}",
             platform=str(session.get("platform", sys.platform)),
             timeout=self.task.request.timeout,

@@ -57,9 +57,13 @@ __all__ = [
     "LogEvent",
     "LogRun",
     "LogTest",
+    "DJANGO_DESCRIPTION",
     "detect_log_runner",
+    "django_ids",
     "grade_log",
+    "grade_run",
     "read_log",
+    "read_text",
     "swebench_statuses",
 ]
 
@@ -244,9 +248,17 @@ def read_log(path: str | Path, runner: str | None = None) -> LogRun:
             sample = text.strip()[:40]
             raise LogError(path, f"is neither runner's log (it starts with {sample!r}); {EXPECTED}", line=1)
         runner = detected
-    run = LogRun(runner, str(path), hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest())
+    run = read_text(raw, runner, str(path))
     if detected is not None and detected != runner:
         run.notes.append(f"the log looks like {detected}'s; it was graded as {runner}'s, as asked")
+    return run
+
+
+def read_text(raw: str, runner: str, path: str) -> LogRun:
+    """Read the console output ``raw`` of a ``runner`` run (``path`` names where it came from): what
+    :func:`read_log` reads from a file, and the live runner from a run's log."""
+    text = raw.replace("\r\n", "\n").replace("\r", "\n")
+    run = LogRun(runner, path, hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest())
     body, run.cut_short, offset = _section(text)
     found = _EXIT_CODE.search(text)
     run.exit_code = int(found.group(1)) if found else None
@@ -265,7 +277,7 @@ def read_log(path: str | Path, runner: str | None = None) -> LogRun:
 # "test_foo (app.tests.FooTests.test_foo)"; a subtest adds "[msg]" and/or "(params)".
 _DESC: Final = r"(?P<name>[^\s()]+) \((?P<path>[A-Za-z_][\w.]*)\)"
 _DJ_STATUS: Final = r"(?P<status>ok|OK|FAIL|ERROR|skipped(?: .*)?|expected failure|unexpected success)"
-_DJ_HEAD: Final = re.compile(rf"(?P<indent>[ \t]*){_DESC}(?P<sub>(?: \[[^\]]*\])?(?: \(.*?\))?)(?P<sep> \.\.\.(?: |$)|$)")
+DJANGO_DESCRIPTION: Final = re.compile(rf"(?P<indent>[ \t]*){_DESC}(?P<sub>(?: \[[^\]]*\])?(?: \(.*?\))?)(?P<sep> \.\.\.(?: |$)|$)")
 _DJ_STATUS_ONLY: Final = re.compile(rf"{_DJ_STATUS}$")
 _DJ_DOC: Final = re.compile(rf"(?P<doc>.*) \.\.\. {_DJ_STATUS}$")
 _DJ_RAN: Final = re.compile(r"Ran (?P<n>\d+) tests? in [\d.]+s$")
@@ -297,7 +309,7 @@ def _detect(text: str) -> str | None:
         if _SY_BANNER.match(line) or _SY_FINISHED.search(line) or _SY_FILE.match(line):
             return SYMPY
     for line in lines:
-        head = _DJ_HEAD.match(line)
+        head = DJANGO_DESCRIPTION.match(line)
         if head and head.group("sep").strip():
             rest = line[head.end():]
             if _DJ_STATUS_ONLY.match(rest):
@@ -323,7 +335,7 @@ def _dotted(name: str, path: str) -> str:
     return path if path.endswith("." + name) else f"{path}.{name}"
 
 
-def _django_ids(name: str, path: str) -> tuple[str, list[str]]:
+def django_ids(name: str, path: str) -> tuple[str, list[str]]:
     """The canonical id (as printed) and the other spellings of a Django test."""
     label = _dotted(name, path)
     cls = path.removesuffix("." + name) if path.endswith("." + name) else path
@@ -394,7 +406,7 @@ class _Django:
                 self._rest(rest.removeprefix(" "), number)
                 return
             self._start(test)  # no docstring line after all: whatever follows is its output
-        head = _DJ_HEAD.match(line)
+        head = DJANGO_DESCRIPTION.match(line)
         if head is not None:
             self._head(head, line, number)
             return
@@ -433,7 +445,7 @@ class _Django:
         if status:
             self._close(status.group("status"))
             return
-        head = _DJ_HEAD.match(rest)
+        head = DJANGO_DESCRIPTION.match(rest)
         if head is not None and head.group("indent") == "":
             self._head(head, rest, number)
             return
@@ -502,7 +514,7 @@ class _Django:
             self.run.events.append(LogEvent(DJANGO, path, _CLASS_FIXTURES[name], _clip(message), number))
             return
         outcome = {"FAIL": oc.FAILED, "ERROR": oc.ERROR, "UNEXPECTED SUCCESS": oc.XPASSED_STRICT}[kind]
-        canonical = _django_ids(name, path)[0]
+        canonical = django_ids(name, path)[0]
         self.blocks.setdefault(_dotted(name, path), (name, path, []))[2].append((outcome, _clip(message), number))
         if doc:
             self.doc_of_block[canonical] = doc
@@ -511,7 +523,7 @@ class _Django:
         run = self.run
         seen: set[str] = set()
         for test, status in self.results:
-            canonical, aliases = _django_ids(test.name, test.path)
+            canonical, aliases = django_ids(test.name, test.path)
             label = _dotted(test.name, test.path)
             doc = test.doc or self.doc_of_block.get(canonical, "")
             if doc:
@@ -532,7 +544,7 @@ class _Django:
         for label, (name, path, blocks) in self.blocks.items():  # a block for a test whose line is not in the log
             if label in seen:
                 continue
-            canonical, aliases = _django_ids(name, path)
+            canonical, aliases = django_ids(name, path)
             doc = self.doc_of_block.get(canonical, "")
             if doc:
                 aliases.append(doc)
@@ -845,7 +857,7 @@ class _Index:
         if listed in self.by_alias:
             return self.by_alias[listed]
         if self.run.runner == DJANGO:  # a subtest: "test_foo (app.tests.FooTests) (i=2)"
-            head = _DJ_HEAD.match(listed)
+            head = DJANGO_DESCRIPTION.match(listed)
             if head is not None and head.group("sub") and listed[head.end():] == "":
                 parent = listed[: head.start("sub")]
                 return self.by_id.get(parent) or self.by_alias.get(parent) or []
@@ -860,7 +872,7 @@ def _in_scope(runner: str, listed: str, event: LogEvent, unplaced: bool = True) 
     if runner == SYMPY:
         file = listed.partition("::")[0] if "::" in listed else listed.rpartition(":")[0]
         return unplaced if not file else file == event.scope or file.endswith("/" + event.scope)
-    head = _DJ_HEAD.match(listed)
+    head = DJANGO_DESCRIPTION.match(listed)
     if head is None and not re.fullmatch(r"[\w.]+", listed):
         return unplaced  # a docstring's first line names no module
     dotted = _dotted(head.group("name"), head.group("path")) if head else listed
@@ -998,33 +1010,8 @@ def grade_log(
     if compat not in COMPAT_MODES:
         raise ValueError(f"unknown compat mode {compat!r}; expected one of {', '.join(COMPAT_MODES)}")
     run = read_log(path, runner)
-    index = _Index(run)
-    notes = [NO_EXIT_STATUS, *run.notes]
-    if compat == "swebench":
-        notes.append(SWEBENCH_NOTES[run.runner])
-        grading, matches = _swebench_grading(run, instance, index)
-    else:
-        grading, matches = _strict_grading(run, instance, index)
-    for listed, tests in matches.items():
-        if len(tests) > 1:
-            shown = ", ".join(f"{t.test_id} ({t.outcome})" for t in tests[:3])
-            notes.append(f"{listed}: {len(tests)} tests answer to it ({shown}{' …' if len(tests) > 3 else ''}): "
-                         + ("the worst counts" if compat == "strict" else "SWE-bench's status map keeps one"))
-    results = []
-    hinted = 0
-    for result in grading.results:
-        found = matches.get(result.test_id)
-        if found is None:
-            if result.outcome == oc.MISSING and hinted < HINT_LIMIT:
-                hinted += 1
-                result = result._replace(hint=_hint(run, index, result.test_id))
-        elif len(found) == 1 and found[0].test_id != result.test_id:
-            result = result._replace(matched=found[0].test_id)
-        results.append(result)
-    matched = {id(t) for tests in matches.values() for t in tests}
-    grading = replace(grading, results=tuple(results), executed=len(run.tests),
-                      unlisted=sum(id(t) not in matched for t in run.tests))  # fmt: skip
-    reason = _no_verdict(run, grading, compat)
+    grading, reason, notes = grade_run(run, instance, compat)
+    notes.insert(0, NO_EXIT_STATUS)
     score = None
     if reason is None:
         score = make_score(grading, patch_ref or UNKNOWN_PATCH_REF, _graded_by(run, compat), int(time.time()))
@@ -1052,3 +1039,35 @@ def grade_log(
         session=session,
         extra={"report": report},
     )
+
+
+def grade_run(run: LogRun, instance: Instance, compat: str) -> tuple[Grading, str | None, list[str]]:
+    """A run as read (from its console log, or a live run's record: :mod:`.program_runs`) graded:
+    the grading, why it is no verdict (None: it is one) and notes on how ids were matched."""
+    index = _Index(run)
+    notes = [*run.notes]
+    if compat == "swebench":
+        notes.append(SWEBENCH_NOTES[run.runner])
+        grading, matches = _swebench_grading(run, instance, index)
+    else:
+        grading, matches = _strict_grading(run, instance, index)
+    for listed, tests in matches.items():
+        if len(tests) > 1:
+            shown = ", ".join(f"{t.test_id} ({t.outcome})" for t in tests[:3])
+            notes.append(f"{listed}: {len(tests)} tests answer to it ({shown}{' …' if len(tests) > 3 else ''}): "
+                         + ("the worst counts" if compat == "strict" else "SWE-bench's status map keeps one"))
+    results = []
+    hinted = 0
+    for result in grading.results:
+        found = matches.get(result.test_id)
+        if found is None:
+            if result.outcome == oc.MISSING and hinted < HINT_LIMIT:
+                hinted += 1
+                result = result._replace(hint=_hint(run, index, result.test_id))
+        elif len(found) == 1 and found[0].test_id != result.test_id:
+            result = result._replace(matched=found[0].test_id)
+        results.append(result)
+    matched = {id(t) for tests in matches.values() for t in tests}
+    grading = replace(grading, results=tuple(results), executed=len(run.tests),
+                      unlisted=sum(id(t) not in matched for t in run.tests))  # fmt: skip
+    return grading, _no_verdict(run, grading, compat), notes

@@ -28,12 +28,14 @@ from .scorer import Grading, grade, no_verdict_reason
 __all__ = [
     "RunRecord",
     "assess",
+    "broken",
     "parse_records",
     "read_bounded",
     "read_records",
     "read_tail",
     "record_key",
     "signals",
+    "stale_imports",
     "watching",
 ]
 
@@ -63,6 +65,9 @@ class RunRecord:
     isolation: dict[str, Any] = field(default_factory=dict)
     copy_path: str = ""
     flooded: int | None = None  # bytes of output written when the run was killed for writing too much
+    runner: str = "pytest"  # the program that ran the tests (:mod:`.test_commands`)
+    cases: list[dict[str, Any]] = field(default_factory=list)  # a program recorder's cases (not pytest)
+    console: str = ""  # a program run's console output (bounded): read beside its record
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -149,7 +154,8 @@ def record_key() -> str:
     return secrets.token_hex(32)
 
 
-def read_records(record_file: Path, key: str) -> tuple[Collector, list[tuple[str, str]], dict[str, Any] | None]:
+def read_records(record_file: Path, key: str, cases: list[dict[str, Any]] | None = None,
+                 ) -> tuple[Collector, list[tuple[str, str]], dict[str, Any] | None]:
     """:func:`parse_records` of a record file (a regular file only, read without blocking and
     bounded: anything else is a forged record)."""
     if not record_file.exists() and not record_file.is_symlink():
@@ -164,10 +170,11 @@ def read_records(record_file: Path, key: str) -> tuple[Collector, list[tuple[str
         text = read_bounded(descriptor)
     finally:
         os.close(descriptor)
-    return parse_records(text, key)
+    return parse_records(text, key, None, cases)
 
 
 def parse_records(text: str, key: str, signals: list[dict[str, str]] | None = None,
+                  cases: list[dict[str, Any]] | None = None,
                   ) -> tuple[Collector, list[tuple[str, str]], dict[str, Any] | None]:
     """What the recorder wrote: every test's phase facts, the collection errors, and the session
     (its last word). Every line must carry the recorder's signature under ``key`` and the next
@@ -205,6 +212,8 @@ def parse_records(text: str, key: str, signals: list[dict[str, str]] | None = No
             session = item
         elif kind == "signal" and signals is not None:
             signals.append({"kind": str(item.get("kind")), "detail": str(item.get("detail"))})
+        elif kind == "case" and cases is not None:
+            cases.append(item)
     return collector, errors, session
 
 
@@ -214,35 +223,54 @@ def pytest_missing(output: str) -> bool:
     return "No module named pytest" in output or "No module named 'pytest'" in output
 
 
-def assess(run: RunRecord, instance: Instance, compat: str, copy: Path, timeout: float) -> tuple[Grading, str | None, str]:
-    """Grade a run and say why it is no verdict, with the failure class it would be."""
-    records = run.collector.records
-    grading = grade(instance, records, compat)
+def broken(run: RunRecord, timeout: float) -> tuple[str, str] | None:
+    """Why a run (of any runner) is no verdict before its outcomes are even read, with the failure
+    class that would be: it timed out, flooded its output, forged its record or ended without a session."""
     if run.timed_out:
-        return grading, f"the test run timed out after {timeout:g}s", "verifier"
+        return f"the test run timed out after {timeout:g}s", "verifier"
     if run.flooded is not None:
-        return grading, (f"the test run wrote more output than the limit allows ({run.flooded} bytes and more; "
-                         "--max-output): it was stopped"), "verifier"  # fmt: skip
+        return (f"the test run wrote more output than the limit allows ({run.flooded} bytes and more; "
+                "--max-output): it was stopped"), "verifier"  # fmt: skip
     if run.forged is not None:
-        return grading, (f"the record of the test run was written by something other than the recorder "
-                         f"({run.forged}): code of the graded copy tampered with its verdict"), "verifier"  # fmt: skip
+        return (f"the record of the test run was written by something other than the recorder "
+                f"({run.forged}): code of the graded copy tampered with its verdict"), "verifier"  # fmt: skip
     if run.session is None:
-        if pytest_missing(run.output_tail):
-            return grading, f"pytest is not installed for {run.command[0]}", "setup"
-        return grading, f"the test run died before its session finished (exit code {run.exit_code})", "verifier"
+        if run.runner == "pytest" and pytest_missing(run.output_tail):
+            return f"pytest is not installed for {run.command[0]}", "setup"
+        return f"the test run died before its session finished (exit code {run.exit_code})", "verifier"
+    return None
+
+
+def stale_imports(run: RunRecord, copy: Path) -> str | None:
+    """Why the run tested another copy of the project than the graded one (an editable install of
+    the original checkout imported first), or None."""
+    session = run.session or {}
     root = Path(run.copy_path).resolve() if run.copy_path else copy.resolve()
     stale = {
         name: origin
-        for name, origin in (run.session.get("module_origins") or {}).items()
+        for name, origin in (session.get("module_origins") or {}).items()
         if origin and not Path(origin).is_relative_to(root)
     }
-    stale.update(run.session.get("foreign_modules") or {})
-    if stale:
-        name, origin = next(iter(stale.items()))
-        return grading, (
-            f"the tests imported {name} from {origin}, not from the graded copy: another copy of the "
-            "project (an editable install of the original checkout?) shadows it on that interpreter's path"
-        ), "setup"
+    stale.update(session.get("foreign_modules") or {})
+    if not stale:
+        return None
+    name, origin = next(iter(stale.items()))
+    return (f"the tests imported {name} from {origin}, not from the graded copy: another copy of the "
+            "project (an editable install of the original checkout?) shadows it on that interpreter's path")
+
+
+def assess(run: RunRecord, instance: Instance, compat: str, copy: Path, timeout: float) -> tuple[Grading, str | None, str]:
+    """Grade a pytest run and say why it is no verdict, with the failure class it would be (other
+    runners: :func:`.program_runs.assess`)."""
+    records = run.collector.records
+    grading = grade(instance, records, compat)
+    failure = broken(run, timeout)
+    if failure is not None:
+        return grading, *failure
+    assert run.session is not None
+    stale = stale_imports(run, copy)
+    if stale is not None:
+        return grading, stale, "setup"
     reason = no_verdict_reason(
         exitstatus=run.session["exitstatus"],
         collect_errors=run.collect_errors,

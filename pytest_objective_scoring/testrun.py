@@ -43,6 +43,7 @@ from .testrecord import (
     record_key,
     watching,
 )
+from .test_commands import TestCommand
 from .workspace import base_env, fresh, import_roots
 
 __all__ = [
@@ -118,10 +119,14 @@ def config_file(copy: Path, test_files: Sequence[str]) -> Path | None:
         ancestor = ancestor.parent
 
 
+PROGRAM_MODULE: Final = "_objective_scoring_program"
+
+
 def stage_tools(tools: Path) -> None:
-    """The recorder and the boot module, the only code of ours the test process runs."""
+    """The recorders and the boot module, the only code of ours the test process runs."""
     (tools / f"{RECORDER_MODULE}.py").write_text(_tool_source("recorder.py"), encoding="utf-8")
     (tools / f"{BOOT_MODULE}.py").write_text(_tool_source("boot.py"), encoding="utf-8")
+    (tools / f"{PROGRAM_MODULE}.py").write_text(_tool_source("program_recorder.py"), encoding="utf-8")
 
 
 SELECTION_FILE: Final = "select.json"
@@ -159,6 +164,36 @@ def pytest_command(python: str, boot: str, rootdir: str, confcutdir: str, config
     return [python, "-I", "-S", "-B", boot, "-p", RECORDER_MODULE, "-p", "no:cacheprovider", "-p", "no:objective_scoring",
             "-q", "-rfE", "--maxfail=0", "--rootdir", rootdir, "--confcutdir", confcutdir,
             *(["-c", config] if config is not None else []), *test_files]  # fmt: skip
+
+
+def program_env(command: TestCommand | None) -> dict[str, str]:
+    """What a test process of ``command``'s runner needs beyond the runner's environment: which
+    runner the boot module starts, the command's own variables (SWE-bench's exports) and, for SymPy,
+    a hash seed (``bin/test`` then runs its tests in this process, where the recorder is, instead
+    of a child interpreter of its own; the process's hashing stays randomized: it starts isolated)."""
+    if command is None or command.is_pytest:
+        return {}
+    environ = {**command.env, "OBJECTIVE_SCORING_RUNNER": command.runner}
+    if command.runner == "sympy":
+        import secrets
+
+        environ["PYTHONHASHSEED"] = str(secrets.randbelow(2**32))
+    return environ
+
+
+def read_console(log: Path, limit: int) -> str:
+    """A program run's console output, for its reading beside the record: a regular file only,
+    never a link or a FIFO the test process put in its place, at most ``limit`` bytes."""
+    try:
+        descriptor = os.open(log, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return ""
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return ""
+        return read_bounded(descriptor, limit)
+    finally:
+        os.close(descriptor)
 
 
 def _run_dir(workspace: Path, label: str) -> Path:
@@ -207,8 +242,11 @@ def run_in(
     max_output: int = MAX_OUTPUT,
     select: Mapping[str, Any] | None = None,
     progress: Callable[[int], None] | None = None,
+    command: TestCommand | None = None,
 ) -> RunRecord:
     """Run pytest on ``test_files`` over the pristine ``copy`` and collect the recorder's facts.
+    With a ``command`` of another runner (:mod:`.test_commands`), run that program on the targets
+    ``test_files`` instead (its console output is kept, bounded, beside the record).
 
     ``select`` (:func:`selection`) deselects every test the instance does not list; ``progress`` is
     called every few seconds with the number of tests finished so far.
@@ -265,22 +303,29 @@ def run_in(
         environ["OBJECTIVE_SCORING_SHUFFLE_SEED"] = str(shuffle_seed)
     if select is not None:
         environ["OBJECTIVE_SCORING_SELECT"] = str(stage_selection(tools, select))
-    config = config_file(run_copy, test_files)
-    command = pytest_command(python, str(tools / f"{BOOT_MODULE}.py"), str(run_copy),
-                             str(config.parent if config is not None else run_copy),
-                             str(config) if config is not None else None, test_files)  # fmt: skip
+    program = command is not None and not command.is_pytest
+    environ.update(program_env(command))
+    if command is not None and program:
+        argv = command.argv(python, str(tools / f"{BOOT_MODULE}.py"), test_files)
+    else:
+        config = config_file(run_copy, test_files)
+        argv = pytest_command(python, str(tools / f"{BOOT_MODULE}.py"), str(run_copy),
+                              str(config.parent if config is not None else run_copy),
+                              str(config) if config is not None else None, test_files)  # fmt: skip
     log = workspace / f"{label}.log"
     fresh(log)
     launch, isolation, status = confined(
-        command, mode=mode, why=why, place=place, cwd=copy, network=network, python=python,
+        argv, mode=mode, why=why, place=place, cwd=copy, network=network, python=python,
         writable=[(home, home), (tmp, tmp)] + ([] if mode != "namespaces-copy" else [(place / "repo", copy)]),
         overlay=(copy, copy) if mode == "namespaces" else None, read_only=[tools], hidden=[original, *hidden],
     )  # fmt: skip
     status_reader, status_writer = status
     if mode == "none":
-        launch = [*isolation_prefix(network), *command]
+        launch = [*isolation_prefix(network), *argv]
     warm_process, cold_why = None, ""
-    if mode == "namespaces" and shuffle_seed is not None:  # a robustness re-run: its own hash seed too, as ever
+    if mode == "namespaces" and program:
+        cold_why = f"the {command.runner if command else ''} runner starts cold: its recorder is installed before site runs"
+    elif mode == "namespaces" and shuffle_seed is not None:  # a robustness re-run: its own hash seed too, as ever
         cold_why = "a re-run in a shuffled order starts cold: an interpreter and a hash seed of its own"
     elif mode == "namespaces":
         warm_process, cold_why = warm.acquire(python, base_env())
@@ -299,7 +344,7 @@ def run_in(
     try:
         with watching(descriptor, progress):
             if warm_process is not None:
-                request = {"spec": json.loads(launch[-1]), "boot": command[4], "argv": command[5:], "orig_argv": command,
+                request = {"spec": json.loads(launch[-1]), "boot": argv[4], "argv": argv[5:], "orig_argv": argv,
                            "env": {**environ, "OBJECTIVE_SCORING_RECORD_FD": "3"}}  # fmt: skip
                 try:
                     code, timed_out, wall, cpu = warm_process.run(
@@ -331,13 +376,15 @@ def run_in(
             raise warm.WarmFailure(f"a run forked from the warm process could not be confined: {failure}")
         if not ok:
             raise SandboxFailure(failure)
-    run = RunRecord(command=command, label=label, exit_code=code, timed_out=timed_out, wall_time=wall, cpu=cpu)
+    run = RunRecord(command=argv, label=label, exit_code=code, timed_out=timed_out, wall_time=wall, cpu=cpu)
     run.isolation = isolation
     run.flooded = flood.get("bytes")
     run.output_tail = read_tail(log, OUTPUT_TAIL)
-    run.collector, run.collect_errors, run.session = parse_records(text, key, run.signals)
+    run.collector, run.collect_errors, run.session = parse_records(text, key, run.signals, run.cases)
     if run.session is not None and run.session.get("forged"):
         run.forged, run.session = run.session["forged"], None
+    if command is not None and program:
+        run.runner, run.console = command.runner, read_console(log, max_output)
     if mode == "namespaces":
         run.writes = upper_changes(place / "upper", copy, guarded)
     else:
@@ -364,11 +411,13 @@ def run_in_container(
     max_output: int = MAX_OUTPUT,
     select: Mapping[str, Any] | None = None,
     progress: Callable[[int], None] | None = None,
+    command: TestCommand | None = None,
 ) -> RunRecord:
-    """Run pytest on ``test_files`` in a fresh container of ``image`` (:mod:`.container`): a fresh copy
-    of the pristine ``copy`` mounted at ``repo_dir``, the interpreter ``python`` of the image started
-    isolated through the boot module, the record's key on standard input and the record this
-    machine's descriptor. ``copy`` is never touched; what the run wrote is read from its own copy."""
+    """Run pytest (or ``command``'s program) on ``test_files`` in a fresh container of ``image``
+    (:mod:`.container`): a fresh copy of the pristine ``copy`` mounted at ``repo_dir``, the
+    interpreter ``python`` of the image started isolated through the boot module, the record's key
+    on standard input and the record this machine's descriptor. ``copy`` is never touched; what the
+    run wrote is read from its own copy."""
     from . import container
 
     tools = workspace / "tools"
@@ -400,13 +449,18 @@ def run_in_container(
         environ["OBJECTIVE_SCORING_SHUFFLE_SEED"] = str(shuffle_seed)
     if select is not None:
         environ["OBJECTIVE_SCORING_SELECT"] = f"{container.C_TOOLS}/{stage_selection(tools, select).name}"
-    config = config_file(copy, test_files)
-    command = pytest_command(python, f"{container.C_TOOLS}/{BOOT_MODULE}.py", repo_dir,
-                             container.container_path(repo_dir, copy, config.parent if config is not None else copy),
-                             container.container_path(repo_dir, copy, config) if config is not None else None,
-                             test_files)  # fmt: skip
+    program = command is not None and not command.is_pytest
+    environ.update(program_env(command))
+    if command is not None and program:
+        argv = command.argv(python, f"{container.C_TOOLS}/{BOOT_MODULE}.py", test_files)
+    else:
+        config = config_file(copy, test_files)
+        argv = pytest_command(python, f"{container.C_TOOLS}/{BOOT_MODULE}.py", repo_dir,
+                              container.container_path(repo_dir, copy, config.parent if config is not None else copy),
+                              container.container_path(repo_dir, copy, config) if config is not None else None,
+                              test_files)  # fmt: skip
     box = f"objective-run-{label}-{os.getpid()}-{record_key()[:10]}"
-    launch = container.run_command(engine, image, command, name=box, copy=run_copy, repo_dir=repo_dir, tools=tools,
+    launch = container.run_command(engine, image, argv, name=box, copy=run_copy, repo_dir=repo_dir, tools=tools,
                                    environ=environ, network=network, record=record_folder)  # fmt: skip
     log = workspace / f"{label}.log"
     fresh(log)
@@ -426,19 +480,23 @@ def run_in_container(
         container.remove(engine, box, ended=ended)
         os.close(writer)
         os.close(descriptor)
+    cases: list[dict[str, Any]] = []
     if record_folder is not None:
-        collector, errors, session = read_records(record_folder / "record.jsonl", key)
-    run = RunRecord(command=command, label=label, exit_code=code, timed_out=timed_out, wall_time=wall, cpu=cpu)
+        collector, errors, session = read_records(record_folder / "record.jsonl", key, cases)
+    run = RunRecord(command=argv, label=label, exit_code=code, timed_out=timed_out, wall_time=wall, cpu=cpu)
     run.isolation = {"mode": "container", "engine": engine, "image": image,
                      "network": "allowed" if network else "none"}  # fmt: skip
     run.flooded = flood.get("bytes")
     run.output_tail = read_tail(log, OUTPUT_TAIL)
     if record_folder is None:
-        run.collector, run.collect_errors, run.session = parse_records(text, key, run.signals)
+        run.collector, run.collect_errors, run.session = parse_records(text, key, run.signals, run.cases)
     else:
         run.collector, run.collect_errors, run.session = collector, errors, session
+        run.cases = cases
     if run.session is not None and run.session.get("forged"):
         run.forged, run.session = run.session["forged"], None
+    if command is not None and program:
+        run.runner, run.console = command.runner, read_console(log, max_output)
     run.writes = protect.snapshot_changes(before, protect.snapshot(run_copy, guarded))
     run.copy_path = repo_dir
     fresh(place)

@@ -199,8 +199,8 @@ def test_django_py39_outcomes() -> None:
 
 def test_django_py311_outcomes_match_py39() -> None:
     """Python 3.11 spells ids test_x (mod.Class.test_x) and prints a failing subtest on its own line."""
-    old = {runner_logs._django_ids(*_split(i))[1][-1]: o for i, o in outcomes_of(PY39).items()}
-    new = {runner_logs._django_ids(*_split(i))[1][-1]: o for i, o in outcomes_of(PY311).items()}
+    old = {runner_logs.django_ids(*_split(i))[1][-1]: o for i, o in outcomes_of(PY39).items()}
+    new = {runner_logs.django_ids(*_split(i))[1][-1]: o for i, o in outcomes_of(PY311).items()}
     assert old == new  # keyed by the runtests.py label, every test has the same outcome and status
 
 
