@@ -12,7 +12,7 @@ the data.
     pip download --no-deps swebench==4.1.0 -d /tmp/swe4
     python benchmarks/make_swebench_specs.py /tmp/swe4/swebench-4.1.0-py3-none-any.whl
 
-Not part of CI (it needs the wheel); ``tests/test_test_commands.py`` checks the shipped file.
+Not part of CI (it needs the wheel); ``tests/test_runner_choice.py`` checks the shipped file.
 """
 
 from __future__ import annotations

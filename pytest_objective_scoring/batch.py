@@ -73,6 +73,8 @@ class Job:
     python: str | None = None  # the interpreter this job is graded with (settings' python when None)
     image: str | None = None  # the container image, in container mode
     environment: str = ""  # where python / image came from: "FILE ['key']", "--python", ...
+    runner: str | None = None  # the environment's runner and test command, over SWE-bench's table
+    test_cmd: str | None = None
 
     def payload(self, settings: Mapping[str, Any]) -> dict[str, Any]:
         """Everything a worker needs, as plain data (it may cross to another machine)."""
@@ -92,6 +94,8 @@ class Job:
             "python": self.python if self.python is not None else settings.get("python"),
             "image": self.image,
             "environment": self.environment,
+            "runner": self.runner,
+            "test_cmd": self.test_cmd,
         }
 
 
@@ -278,6 +282,8 @@ def job_key(instance: Instance, model: str, patch: str, settings: Mapping[str, A
     }
     if environment is not None and environment.image is not None:
         identity["image"] = environment.image
+    if environment is not None and (environment.runner is not None or environment.test_cmd is not None):
+        identity["test_command"] = [environment.runner, environment.test_cmd]
     if oversize is not None:  # the whole patch's address, and the limit it was refused under
         identity["patch"] = oversize[1].split(":", 1)[-1]
         identity["max_patch_bytes"] = settings.get("max_patch_bytes")
@@ -336,7 +342,8 @@ def plan_jobs(
         if environment is None:
             jobs.append(Job(key, instance, prediction, repo, patch, settings.get("python"), None, "--python"))
         else:
-            jobs.append(Job(key, instance, prediction, repo, patch, environment.python, environment.image, environment.source))
+            jobs.append(Job(key, instance, prediction, repo, patch, environment.python, environment.image, environment.source,
+                            environment.runner, environment.test_cmd))  # fmt: skip
     if problems:
         shown = problems[:10] + ([f"... and {len(problems) - 10} more"] if len(problems) > 10 else [])
         raise BatchError("\n  ".join([f"{len(problems)} prediction(s) cannot be graded:", *shown]))
@@ -384,6 +391,9 @@ def grade_job(payload: Mapping[str, Any]) -> dict[str, Any]:
         hidden=tuple(Path(p) for p in payload.get("hidden") or ()),
         patch_ref=payload.get("patch_ref"),
     )
+    if payload.get("runner") is not None or payload.get("test_cmd") is not None:
+        request = dataclasses.replace(request, runner=payload.get("runner"), test_cmd=payload.get("test_cmd"),
+                                      command_source=payload.get("environment") or "the environments file")  # fmt: skip
     if payload.get("max_patch_bytes"):
         request = dataclasses.replace(request, max_patch_bytes=int(payload["max_patch_bytes"]))
     try:

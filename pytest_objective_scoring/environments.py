@@ -16,13 +16,17 @@ A key is an instance id, or ``owner/name@version`` (SWE-bench rows carry ``repo`
 A value is an interpreter path (relative paths are taken from the file's folder, a bare name
 is looked up on ``PATH``), or an object with ``python`` and/or ``image`` (a container image;
 ``python`` is then the interpreter inside the image, ``python`` on the image's ``PATH`` when
-not given, and is not looked for on this machine). Every interpreter of this machine that a
-grading will use is resolved (it exists and is executable) and run (``import pytest``) before
-anything is graded; every problem is one line naming the file, the key and what was expected.
+not given, and is not looked for on this machine), and optionally ``runner`` (``pytest``,
+``django``, ``sympy``, ``unittest``) and ``test_cmd`` (the test command line): they override the
+SWE-bench table the package ships for the instances the key covers (:mod:`.runner_choice`). Every
+interpreter of this machine that a grading will use is resolved (it exists and is executable) and
+run (``import pytest`` when pytest runs its tests; the interpreter alone for the other runners)
+before anything is graded; every problem is one line naming the file, the key and what was expected.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -37,7 +41,7 @@ from typing import Any, Final, Iterable, Mapping, Sequence
 __all__ = ["Environment", "EnvironmentsError", "EnvironmentsFile", "assign", "load_environments", "probe_all"]
 
 REPO_AT_VERSION: Final = re.compile(r"^[^/@\s]+/[^/@\s]+@[^/@\s]+$")
-FIELDS: Final = ("python", "image")
+FIELDS: Final = ("python", "image", "runner", "test_cmd")
 IMAGE_PYTHON: Final = "python3"  # with an image and no python: as ``grade --image``, ``python3`` on the image's PATH
 PROBE_TIMEOUT: Final = 60.0
 FROM_FLAG: Final = "--python"
@@ -68,6 +72,8 @@ class Entry:
     key: str
     python: str | None  # as written in the file
     image: str | None
+    runner: str | None = None
+    test_cmd: str | None = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,9 @@ class Environment:
     python: str | None  # an absolute path on this machine, or (with ``image``) the interpreter inside the image
     image: str | None
     source: str  # where it came from: "FILE ['key']", "--python" or "this interpreter (the default)"
+    runner: str | None = None  # the test runner over SWE-bench's table (the file's ``runner``)
+    test_cmd: str | None = None
+    pytest: bool = True  # pytest runs the instance's tests (else its interpreter need not have pytest)
 
     @property
     def on_host(self) -> bool:
@@ -84,7 +93,10 @@ class Environment:
         return self.image is None and self.python is not None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"python": self.python, "image": self.image, "from": self.source}
+        found: dict[str, Any] = {"python": self.python, "image": self.image, "from": self.source}
+        if self.runner is not None or self.test_cmd is not None:
+            found.update(runner=self.runner, test_cmd=self.test_cmd)
+        return found
 
 
 @dataclass(frozen=True)
@@ -157,17 +169,26 @@ def load_environments(path: str | Path) -> EnvironmentsFile:
             continue
         if not isinstance(value, dict):
             raise EnvironmentsError(f"{where}: expected an interpreter path (a string) or an object with python and/or "
-                                    f"image, got {type(value).__name__}")  # fmt: skip
+                                    f"image (and optionally runner, test_cmd), got {type(value).__name__}")  # fmt: skip
         unknown = sorted(set(value) - set(FIELDS))
         if unknown:
-            raise EnvironmentsError(f"{where}: unknown field {unknown[0]!r}: expected python and/or image")
+            raise EnvironmentsError(f"{where}: unknown field {unknown[0]!r}: expected python and/or image (and "
+                                    "optionally runner, test_cmd)")  # fmt: skip
         if not any(value.get(f) is not None for f in FIELDS):
-            raise EnvironmentsError(f"{where}: expected python and/or image, got neither")
+            raise EnvironmentsError(f"{where}: expected python, image, runner or test_cmd, got none of them")
         python = None if value.get("python") is None else _text(value["python"], where, "python")
         image = None if value.get("image") is None else _text(value["image"], where, "image")
         if image is not None and any(c.isspace() for c in image):
             raise EnvironmentsError(f"{where}: field 'image': expected an image name, got {image!r}")
-        entries[key] = Entry(key, python, image)
+        runner = None if value.get("runner") is None else _text(value["runner"], where, "runner")
+        if runner is not None:
+            from .runner_choice import RUNNERS
+
+            if runner not in RUNNERS:
+                raise EnvironmentsError(f"{where}: field 'runner': unknown runner {runner!r}: expected one of "
+                                        f"{', '.join(RUNNERS)}")  # fmt: skip
+        test_cmd = None if value.get("test_cmd") is None else _text(value["test_cmd"], where, "test_cmd")
+        entries[key] = Entry(key, python, image, runner, test_cmd)
     return EnvironmentsFile(path, entries)
 
 
@@ -237,24 +258,49 @@ def assign(
             continue
         assert environments is not None
         where = environments.where(entry.key)
+        runner, test_cmd = entry.runner, entry.test_cmd
         if entry.image is not None:  # a template ({instance_id}, {swebench_id}, the preset "swebench") per instance
             from .container import ContainerError, image_for
 
             try:
-                assigned[instance_id] = Environment(entry.python or image_python, image_for(entry.image, instance_id), where)
+                assigned[instance_id] = Environment(entry.python or image_python, image_for(entry.image, instance_id), where,
+                                                    runner, test_cmd)  # fmt: skip
             except ContainerError as exc:
                 problems.append(f"{where}: field 'image': {str(exc).split(': ', 1)[-1]}")
             continue
+        if entry.python is None:  # a runner or command only: the interpreter is --python's (or the image template's)
+            if image is not None:
+                from .container import image_for
+
+                assigned[instance_id] = Environment(python or image_python, image_for(image, instance_id), where, runner,
+                                                    test_cmd)  # fmt: skip
+            elif fallback is not None:
+                assigned[instance_id] = Environment(fallback.python, None, f"{where} with {fallback.source}", runner,
+                                                    test_cmd)  # fmt: skip
+            else:
+                problems.append(f"{where}: names a runner or test command but no python or image: add one, or give "
+                                "--python")  # fmt: skip
+            continue
         if entry.key not in resolved:
-            assert entry.python is not None
             try:
                 path = resolve(entry.python, f"{where}: python {entry.python!r}", environments.path.parent)
-                resolved[entry.key] = Environment(path, None, where)
+                resolved[entry.key] = Environment(path, None, where, runner, test_cmd)
             except EnvironmentsError as exc:
                 problems.append(str(exc))
                 resolved[entry.key] = Environment(None, None, where)  # reported once
         if resolved[entry.key].python is not None:
             assigned[instance_id] = resolved[entry.key]
+    by_id = {instance.instance_id: instance for instance in instances}
+    for instance_id, environment in list(assigned.items()):
+        from .runner_choice import CommandError, choose
+
+        try:
+            command = choose(by_id[instance_id], environment.runner, environment.test_cmd, environment.source)
+        except CommandError as exc:
+            problems.append(str(exc))
+            continue
+        if not command.is_pytest:
+            assigned[instance_id] = dataclasses.replace(environment, pytest=False)
     if problems:
         raise EnvironmentsError("\n".join(dict.fromkeys(problems)))
     return assigned
@@ -266,12 +312,15 @@ def probe(python: str) -> tuple[str | None, str | None, str | None]:
     return found[0], found[1], found[3]
 
 
-def probe_environment(python: str) -> tuple[str | None, str | None, str | None, str | None]:
-    """(python version, pytest version, packages digest, None), or (None, None, None, what failed)."""
+def probe_environment(python: str, pytest: bool = True) -> tuple[str | None, str | None, str | None, str | None]:
+    """(python version, pytest version, packages digest, None), or (None, None, None, what failed).
+    Without ``pytest`` (an interpreter whose tests another runner runs) pytest is not imported:
+    its version is ``"none"``."""
     from .workspace import base_env
 
+    probe = PROBE if pytest else PROBE.replace(", pytest\n", "\n").replace("pytest.__version__", "'none'")
     try:
-        done = subprocess.run([python, "-I", "-c", PROBE], capture_output=True, text=True, errors="replace",
+        done = subprocess.run([python, "-I", "-c", probe], capture_output=True, text=True, errors="replace",
                               timeout=PROBE_TIMEOUT, env=base_env(), stdin=subprocess.DEVNULL)  # fmt: skip
     except subprocess.TimeoutExpired:
         return None, None, None, f"did not answer within {PROBE_TIMEOUT:g}s"
@@ -289,15 +338,17 @@ def probe_all(environments: Sequence[Environment]) -> dict[str, dict[str, str]]:
     ``{path: {"python_version", "pytest_version", "packages_digest"}}`` or raises :class:`EnvironmentsError` naming, one
     line each, every interpreter that cannot import pytest and where it came from."""
     sources: dict[str, list[str]] = {}
+    needs_pytest: dict[str, bool] = {}
     for environment in environments:
         if environment.on_host:
             assert environment.python is not None
             sources.setdefault(environment.python, [])
             if environment.source not in sources[environment.python]:
                 sources[environment.python].append(environment.source)
+            needs_pytest[environment.python] = needs_pytest.get(environment.python, False) or environment.pytest
     paths = sorted(sources)
     with ThreadPoolExecutor(max_workers=min(4, max(1, len(paths)))) as pool:
-        results = dict(zip(paths, pool.map(probe_environment, paths)))
+        results = dict(zip(paths, pool.map(lambda p: probe_environment(p, needs_pytest[p]), paths)))
     problems, versions = [], {}
     for path in paths:
         python_version, pytest_version, packages, failure = results[path]

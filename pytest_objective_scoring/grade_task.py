@@ -18,7 +18,7 @@ from . import envelope as env
 from . import protect
 from .instances import Instance
 from .processes import network_isolation, pid_isolation
-from .test_commands import CommandError, TestCommand, choose, directives, id_targets, listed_files
+from .runner_choice import CommandError, RunnerCommand, choose, directives, id_targets, listed_files
 from .testrecord import RunRecord
 from .workspace import BadInput
 
@@ -39,7 +39,7 @@ class Task:
     test_patch_files: list[str]
     guarded: list[str]  # the test patch's files, the listed tests' files and the runner's own: the judge
     patch_ref: str
-    command: TestCommand  # which program runs the tests (:mod:`.test_commands`)
+    command: RunnerCommand  # which program runs the tests (:mod:`.runner_choice`)
     targets: tuple[str, ...] = ()  # what it runs (non-pytest runners: SWE-bench's test directives)
 
     @property
@@ -87,7 +87,7 @@ def check_request(request: GradeRequest) -> Task:
                 targets=tuple(targets))  # fmt: skip
 
 
-def program_targets(instance: Instance, command: TestCommand, test_patch_files: list[str]) -> list[str]:
+def program_targets(instance: Instance, command: RunnerCommand, test_patch_files: list[str]) -> list[str]:
     """What a runner other than pytest runs: SWE-bench's test directives of the test patch, or,
     without one, the places the listed ids name; :class:`BadInput` when there is neither."""
     if command.is_pytest:

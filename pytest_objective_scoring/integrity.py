@@ -42,6 +42,7 @@ INVALID_FLAGS: Final = {
     "code_replaced": "tampered_outcome",
     "objects_walked": "judge_inspected",
     "console_disagrees": "tampered_outcome",
+    "test_runs": "tampered_outcome",
 }
 DAY: Final = 86400
 

@@ -166,6 +166,8 @@ class Unittest(object):
         if self.main is None:
             self.main = result
             self.program.runs += 1
+        elif not self.open:  # not inside a test of the main run: another top-level run, counted
+            self.program.runs += 1
 
     def stop_run(self, result):
         # type: (Any) -> None

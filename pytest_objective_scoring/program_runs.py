@@ -161,22 +161,36 @@ def _runs(run: RunRecord) -> tuple[LogRun, LogRun]:
     return record_run(run.runner, run.cases, run.session, run.copy_path), console_run(run.runner, run.console, run.session)
 
 
+RECORD_ENDS: Final = {"django": "unittest's stopTestRun of the main run", "unittest": "unittest's stopTestRun of the main run",
+                      "sympy": "its reporter's finish"}  # fmt: skip
+
+
+def _record_reason(run: RunRecord, record: LogRun, reason: str | None) -> str | None:
+    """Why the record is no verdict, in the record's words (the log readers speak of a log)."""
+    if not record.tests and not record.events:
+        return (f"the recorder saw no {run.runner} test run (the program ran none, or ran them where the "
+                "recorder is not: a child interpreter)")  # fmt: skip
+    if not record.finished:
+        return (f"the {run.runner} run never finished: the recorder never saw {RECORD_ENDS.get(run.runner, 'its end')} "
+                f"(the program exited {record.exit_code} before it)")  # fmt: skip
+    return reason
+
+
 def assess(run: RunRecord, instance: Instance, compat: str, copy: Path, timeout: float) -> tuple[Grading, str | None, str]:
     """Grade a program run and say why it is no verdict, with the failure class it would be:
     ``strict`` from the record, ``swebench`` from SWE-bench's reading of its console."""
     record, console = _runs(run)
     grading, reason, _ = grade_run(record, instance, "strict")
+    reason = _record_reason(run, record, reason)
     if compat == "swebench":
-        swebench, console_reason, _ = grade_run(console, instance, "swebench")
-        grading = swebench
+        grading, console_reason, _ = grade_run(console, instance, "swebench")
+        reason = reason or console_reason
     failure = broken(run, timeout)
     if failure is not None:
         return grading, *failure
     stale = stale_imports(run, copy)
     if stale is not None:
         return grading, stale, "setup"
-    if reason is None and compat == "swebench":
-        reason = console_reason
     return grading, reason, "verifier"
 
 
@@ -186,4 +200,7 @@ def signals(run: RunRecord, copy: Path, instance: Instance, compat: str) -> list
     if run.session is not None:
         record, console = _runs(run)
         found += disagreements(record, console, instance, compat)
+        runs = run.session.get("runs")
+        if isinstance(runs, int) and runs > 1:  # the runner makes one: another is code of the copy running tests
+            found.append({"kind": "test_runs", "detail": f"the program started {runs} top-level test runs"})
     return found

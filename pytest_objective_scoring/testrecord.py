@@ -65,7 +65,7 @@ class RunRecord:
     isolation: dict[str, Any] = field(default_factory=dict)
     copy_path: str = ""
     flooded: int | None = None  # bytes of output written when the run was killed for writing too much
-    runner: str = "pytest"  # the program that ran the tests (:mod:`.test_commands`)
+    runner: str = "pytest"  # the program that ran the tests (:mod:`.runner_choice`)
     cases: list[dict[str, Any]] = field(default_factory=list)  # a program recorder's cases (not pytest)
     console: str = ""  # a program run's console output (bounded): read beside its record
 

@@ -43,7 +43,7 @@ from .testrecord import (
     record_key,
     watching,
 )
-from .test_commands import TestCommand
+from .runner_choice import RunnerCommand
 from .workspace import base_env, fresh, import_roots
 
 __all__ = [
@@ -166,7 +166,7 @@ def pytest_command(python: str, boot: str, rootdir: str, confcutdir: str, config
             *(["-c", config] if config is not None else []), *test_files]  # fmt: skip
 
 
-def program_env(command: TestCommand | None) -> dict[str, str]:
+def program_env(command: RunnerCommand | None) -> dict[str, str]:
     """What a test process of ``command``'s runner needs beyond the runner's environment: which
     runner the boot module starts, the command's own variables (SWE-bench's exports) and, for SymPy,
     a hash seed (``bin/test`` then runs its tests in this process, where the recorder is, instead
@@ -242,10 +242,10 @@ def run_in(
     max_output: int = MAX_OUTPUT,
     select: Mapping[str, Any] | None = None,
     progress: Callable[[int], None] | None = None,
-    command: TestCommand | None = None,
+    command: RunnerCommand | None = None,
 ) -> RunRecord:
     """Run pytest on ``test_files`` over the pristine ``copy`` and collect the recorder's facts.
-    With a ``command`` of another runner (:mod:`.test_commands`), run that program on the targets
+    With a ``command`` of another runner (:mod:`.runner_choice`), run that program on the targets
     ``test_files`` instead (its console output is kept, bounded, beside the record).
 
     ``select`` (:func:`selection`) deselects every test the instance does not list; ``progress`` is
@@ -411,7 +411,7 @@ def run_in_container(
     max_output: int = MAX_OUTPUT,
     select: Mapping[str, Any] | None = None,
     progress: Callable[[int], None] | None = None,
-    command: TestCommand | None = None,
+    command: RunnerCommand | None = None,
 ) -> RunRecord:
     """Run pytest (or ``command``'s program) on ``test_files`` in a fresh container of ``image``
     (:mod:`.container`): a fresh copy of the pristine ``copy`` mounted at ``repo_dir``, the

@@ -70,6 +70,9 @@ def cmd_grade(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     if args.from_report:
         return _grade_from_report(args, instance)
+    if args.runner in ("surefire", "jest", "go", "nextest"):
+        raise CommandError(f"--runner {args.runner}: only with --from-report (its tests are read from a report; "
+                           "a live run is for pytest, django, sympy and unittest)")  # fmt: skip
     image = _image_of(args, instance.instance_id)
     missing = [flag for flag, value in (("--repo", args.repo or image), ("--patch", args.patch)) if not value]
     if missing:
@@ -112,6 +115,9 @@ def cmd_grade(args: argparse.Namespace) -> int:
         hidden=hidden_paths(args),
         select=args.select,
         progress=None if args.quiet else _progress_line,
+        runner=args.runner,
+        test_cmd=args.test_cmd,
+        command_source="--runner" if args.test_cmd is None else "--runner / --test-cmd",
     )
     try:
         result = grade_candidate(request)
@@ -229,7 +235,7 @@ def _grade_from_report(args: argparse.Namespace, instance: Any) -> int:
 
     source = Path(args.from_report)
     try:
-        runner = args.runner
+        runner = "django" if args.runner == "unittest" else args.runner  # python -m unittest -v prints Django's format
         if runner is None and source.exists():
             try:
                 runner = detect_runner(source)
@@ -366,10 +372,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        help="Container mode: where the image holds the repository (default: /testbed)")  # fmt: skip
     grade.add_argument("--instance", required=True, metavar="FILE", help="Instance JSON, or a JSON/JSONL dataset with --instance-id")
     grade.add_argument("--patch", metavar="FILE", help="The candidate diff ('-' reads standard input)")
-    grade.add_argument("--runner", choices=("pytest", "surefire", "jest", "go", "nextest", "django", "sympy"),
-                       help="Which test runner wrote the --from-report file (default: detected from the content): "
-                       "JUnit XML of pytest, surefire (a directory of TEST-*.xml), jest, go or nextest, or the console "
-                       "log of Django's tests/runtests.py --verbosity 2 or SymPy's bin/test --verbose")  # fmt: skip
+    grade.add_argument("--runner", choices=("pytest", "django", "sympy", "unittest", "surefire", "jest", "go", "nextest"),
+                       help="The program that runs the tests (pytest, django: tests/runtests.py, sympy: bin/test, "
+                       "unittest: python -m unittest; default: the instance's 'runner' field, else SWE-bench's "
+                       "specification of its repo@version, else pytest). With --from-report: which runner wrote the "
+                       "file (default: detected from the content): JUnit XML of pytest, surefire (a directory of "
+                       "TEST-*.xml), jest, go or nextest, or the console log of Django's tests/runtests.py "
+                       "--verbosity 2 or SymPy's bin/test --verbose")  # fmt: skip
+    grade.add_argument("--test-cmd", metavar="LINE",
+                       help="The test command, as a shell line (SWE-bench's test_cmd: './tests/runtests.py "
+                       "--verbosity 2 --parallel 1'); the targets are added after it (default: the runner's)")  # fmt: skip
     grade.add_argument("--from-report", metavar="FILE",
                        help="Grade the outcomes in this file instead of running tests: pytest JUnit XML, "
                        "pytest-json-report JSON, pytest-reportlog JSONL, another runner's JUnit XML or a Django or "

@@ -42,7 +42,7 @@ __all__ = [
     "RUNNERS",
     "CommandError",
     "Runner",
-    "TestCommand",
+    "RunnerCommand",
     "choose",
     "directives",
     "id_targets",
@@ -99,7 +99,7 @@ RUNNERS: Final[Mapping[str, Runner]] = {
 
 
 @dataclass(frozen=True)
-class TestCommand:
+class RunnerCommand:
     """How one instance's tests run."""
 
     runner: str
@@ -143,7 +143,7 @@ def spec_for(repo: Any, version: Any) -> Mapping[str, Any] | None:
     return None if versions is None else versions.get(str(version))
 
 
-def parse_command(runner: str, line: str, exports: Iterable[str] = (), source: str = "") -> TestCommand:
+def parse_command(runner: str, line: str, exports: Iterable[str] = (), source: str = "") -> RunnerCommand:
     """A test command line as SWE-bench's eval script runs it (leading ``NAME=value`` assignments,
     then the program), with the ``export NAME=value`` lines of its specification, read for
     ``runner``. Raises :class:`CommandError` naming ``source`` when it is not that runner's."""
@@ -171,7 +171,7 @@ def parse_command(runner: str, line: str, exports: Iterable[str] = (), source: s
         ignored.append(f"{name}={env.pop(name)} (the interpreter starts isolated: it reads no PYTHON* variable; "
                        "output is UTF-8 whatever the locale)")  # fmt: skip
     if runner == PYTEST:
-        return TestCommand(PYTEST, (), env, warnings, line, source, tuple(ignored))
+        return RunnerCommand(PYTEST, (), env, warnings, line, source, tuple(ignored))
     if words and words[0] in ("python", "python3") or (words and re.fullmatch(r"python3?\.\d+", words[0])):
         words = words[1:]
     if not words:
@@ -189,7 +189,7 @@ def parse_command(runner: str, line: str, exports: Iterable[str] = (), source: s
     if expected is not None and program[0] != expected:
         raise CommandError(f"{where}test command {line!r} does not run {expected}: expected the {runner} runner's "
                            f"command ({RUNNERS[runner].command!r})")  # fmt: skip
-    return TestCommand(runner, program, env, warnings, line, source, tuple(ignored))
+    return RunnerCommand(runner, program, env, warnings, line, source, tuple(ignored))
 
 
 def _field(fields: Mapping[str, Any], name: str, where: str) -> str | None:
@@ -202,7 +202,7 @@ def _field(fields: Mapping[str, Any], name: str, where: str) -> str | None:
 
 
 def choose(instance: Instance, runner: str | None = None, test_cmd: str | None = None,
-           override_source: str = "") -> TestCommand:  # fmt: skip
+           override_source: str = "") -> RunnerCommand:  # fmt: skip
     """The command that runs ``instance``'s tests: its own ``runner``/``test_cmd`` fields, else the
     override (``runner``/``test_cmd`` from the environments file or the command line, named by
     ``override_source``), else the shipped SWE-bench table for its ``repo@version``, else pytest."""
@@ -230,10 +230,10 @@ def choose(instance: Instance, runner: str | None = None, test_cmd: str | None =
                              override_source or "the override")  # fmt: skip
     if spec is not None:
         return parse_command(spec["runner"], spec["test_cmd"], exports, spec_source)
-    return TestCommand(PYTEST, (), {}, (), RUNNERS[PYTEST].command, "default (no runner named, no SWE-bench specification)")
+    return RunnerCommand(PYTEST, (), {}, (), RUNNERS[PYTEST].command, "default (no runner named, no SWE-bench specification)")
 
 
-def directives(command: TestCommand, test_patch_files: Sequence[str]) -> list[str]:
+def directives(command: RunnerCommand, test_patch_files: Sequence[str]) -> list[str]:
     """SWE-bench's test directives: the test patch's files that are not data files, as the runner
     names them (Django: module labels below ``tests/``; unittest: module names; SymPy: paths)."""
     found: list[str] = []
@@ -263,7 +263,7 @@ def _class_path(test_id: str) -> str | None:
     return None
 
 
-def id_targets(command: TestCommand, listed: Iterable[str]) -> tuple[list[str], list[str]]:
+def id_targets(command: RunnerCommand, listed: Iterable[str]) -> tuple[list[str], list[str]]:
     """Targets named by the listed ids themselves (an instance without a test patch): Django's and
     unittest's class labels, SymPy's files; and the ids that name no place (a docstring, a bare
     SymPy name)."""
@@ -282,7 +282,7 @@ def id_targets(command: TestCommand, listed: Iterable[str]) -> tuple[list[str], 
     return targets, unplaced
 
 
-def listed_files(command: TestCommand, listed: Iterable[str]) -> list[str]:
+def listed_files(command: RunnerCommand, listed: Iterable[str]) -> list[str]:
     """The files the listed ids name (protected like the test patch's): pytest's node ids' files,
     SymPy's ``path:name`` files; Django's and unittest's ids name modules, not files."""
     if command.is_pytest:
