@@ -133,7 +133,7 @@ def test_demo_grades_every_bundled_candidate_as_expected(tmp_path):
     result = run_cli("demo", "--json", cwd=tmp_path)  # found through the source tree, not the cwd
     assert result.returncode == 0, result.stdout + result.stderr
     rows = json.loads(result.stdout)["results"]
-    assert len(rows) == 17  # five candidates of three projects, gold and empty of pluginlike
+    assert len(rows) == 28  # five candidates of three projects, gold and empty of pluginlike, 11 of the other runners
     assert all(row["as_expected"] for row in rows), [r for r in rows if not r["as_expected"]]
     verdicts = {(r["instance"], r["candidate"]): r["resolved"] for r in rows}
     assert verdicts[("fixtures__textstats-1", "gold")] == "resolved"
@@ -163,9 +163,12 @@ def test_demo_help_describes_the_bundle_it_grades():
 
     cases = demo_cases(find_fixtures(None))
     per_project = Counter(project for project, *_ in cases)
-    assert sorted(per_project.values()) == [2, 5, 5, 5], "three projects of five candidates and a miniature of pytest's"
-    assert f"{len(cases)} gradings" in " ".join(DEMO_EPILOG.split())
-    assert "three small Python projects" in DEMO_EPILOG and "miniature of pytest's own repository" in " ".join(DEMO_EPILOG.split())
+    assert per_project == {"textstats": 5, "intervals": 5, "csvlite": 5, "pluginlike": 2, "recipes": 4, "sympy-mini": 4,
+                           "units": 3}, "three projects of five candidates, a miniature of pytest's, three other runners'"
+    text = " ".join(DEMO_EPILOG.split())
+    assert f"{len(cases)} gradings" in text
+    assert "three small Python projects" in text and "miniature of pytest's own repository" in text
+    assert "laid out as Django's" in text and "miniature of SymPy's" in text and "plain unittest suite" in text
 
 
 def test_demo_without_fixtures_is_bad_input(tmp_path):
@@ -666,6 +669,8 @@ def test_the_built_wheel_carries_the_demo_and_it_runs_from_any_folder(tmp_path):
     assert "pytest_objective_scoring/demo_fixtures/instances/textstats.json" in demo
     assert "pytest_objective_scoring/demo_fixtures/patches/intervals/gold.diff" in demo
     assert "pytest_objective_scoring/demo_fixtures/repos/csvlite/pyproject.toml" in demo
+    assert "pytest_objective_scoring/demo_fixtures/repos/sympy-mini/bin/test" in demo  # a runner script: no .py
+    assert "pytest_objective_scoring/data/swebench_specs.json" in names  # the runners' table
     assert not [n for n in demo if "__pycache__" in n or n.endswith(".pyc")]
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()  # no fixtures/ here, and not the source tree: the installed package's own demo data
@@ -676,13 +681,14 @@ def test_the_built_wheel_carries_the_demo_and_it_runs_from_any_folder(tmp_path):
                           text=True, timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     found, cases = json.loads(done.stdout)
-    assert found == str(tmp_path / "site" / "pytest_objective_scoring" / "demo_fixtures") and len(cases) == 17
-    data = Path(found)  # and one of its cases grades from there, as the demo does
-    graded = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
-                             "from pytest_objective_scoring.cli import main; sys.exit(main(sys.argv[2:]))",
-                             str(tmp_path / "site"), "grade", "--repo", str(data / "repos" / "intervals"),
-                             "--instance", str(data / "instances" / "intervals.json"),
-                             "--patch", str(data / "patches" / "intervals" / "gold.diff"), "--no-ledger", "--json"],
-                            cwd=elsewhere, capture_output=True, text=True, timeout=600)  # fmt: skip
-    assert graded.returncode == 0, graded.stderr[-2000:]
-    assert json.loads(graded.stdout)["score"]["resolved"] == "resolved"
+    assert found == str(tmp_path / "site" / "pytest_objective_scoring" / "demo_fixtures") and len(cases) == 28
+    data = Path(found)  # and cases grade from there, as the demo does: pytest's, and SymPy's bin/test
+    for project in ("intervals", "sympy-mini"):
+        graded = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                                 "from pytest_objective_scoring.cli import main; sys.exit(main(sys.argv[2:]))",
+                                 str(tmp_path / "site"), "grade", "--repo", str(data / "repos" / project),
+                                 "--instance", str(data / "instances" / f"{project}.json"),
+                                 "--patch", str(data / "patches" / project / "gold.diff"), "--no-ledger", "--json"],
+                                cwd=elsewhere, capture_output=True, text=True, timeout=600)  # fmt: skip
+        assert graded.returncode == 0, graded.stderr[-2000:]
+        assert json.loads(graded.stdout)["score"]["resolved"] == "resolved"

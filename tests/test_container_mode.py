@@ -268,3 +268,32 @@ def test_an_audit_runs_its_gradings_in_the_image(image_of, tmp_path):
     with Ledger(ledger) as opened:
         runs = [e.data for e in opened.entries("score")]
     assert runs == [] or all((r.get("runner") or {}).get("isolation", {}).get("mode") in ("container", None) for r in runs)
+
+
+@pytest.mark.parametrize(("project", "candidates"), [("recipes", ("gold", "empty", "break_p2p", "result_patch")),
+                                                     ("sympy-mini", ("gold", "empty", "tamper")),
+                                                     ("units", ("gold", "break_p2p"))])  # fmt: skip
+def test_other_runners_in_the_image_give_the_verdicts_they_give_on_this_machine(project, candidates, image_of):
+    """Django's layout, SymPy's bin/test and unittest run in a fresh container of the image, recorded
+    through the same boot and program recorder, with the same verdicts and outcomes as here."""
+    image = image_of(project)
+    for candidate in candidates:
+        patch = patch_of(project, candidate)
+        boxed, host = in_container(project, patch, image), grade(project, patch)
+        assert (boxed.exit_code, boxed.failure_class) == (host.exit_code, host.failure_class), candidate
+        assert boxed.envelope["score"]["resolved"] == host.envelope["score"]["resolved"], candidate
+        assert {t["id"]: t["outcome"] for t in boxed.envelope["tests"]} == {t["id"]: t["outcome"] for t in host.envelope["tests"]}
+        flags = sorted(f["kind"] for f in boxed.envelope["integrity"]["flags"])
+        assert flags == sorted(f["kind"] for f in host.envelope["integrity"]["flags"]), candidate
+        if candidate == "gold":
+            run = boxed.envelope["runner"]["run"]
+            assert boxed.envelope["runner"]["isolation"]["mode"] == "container"
+            assert run["command"][:4] == ["python3", "-I", "-S", "-B"]
+            assert boxed.envelope["runner"]["test_command"]["runner"] == instance_of(project).get("runner")
+
+
+def test_sympy_s_console_forgery_in_the_image_is_caught_as_on_this_machine(image_of):
+    image = image_of("sympy-mini")
+    boxed = in_container("sympy-mini", patch_of("sympy-mini", "print_ok"), image, compat="swebench")
+    assert boxed.envelope["score"]["resolved"] == "not_resolved"
+    assert [f["kind"] for f in boxed.envelope["integrity"]["flags"]] == ["console_disagrees"]

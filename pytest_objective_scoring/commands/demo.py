@@ -25,8 +25,11 @@ the gold patch, a patch that fixes the bug but breaks a PASS_TO_PASS test, an
 empty patch, a tampering patch that rewrites the tests and adds a conftest.py
 forcing every outcome to "passed", and a patch that does not apply; and a
 miniature of pytest's own repository (its fix inside a pytest plugin module)
-with its gold and empty patches: 17 gradings. Exit status 0 when every verdict
-is the expected one.
+with its gold and empty patches; and three projects whose tests run under other
+runners, as most of SWE-bench's do: one laid out as Django's (its own
+tests/runtests.py), a miniature of SymPy's (bin/test and its reporter) and a plain
+unittest suite, with their gold, breaking, empty and (the first two) tampering
+patches: 28 gradings. Exit status 0 when every verdict is the expected one.
 """
 
 EXPECTED = {
