@@ -61,7 +61,9 @@ def code_version() -> str:
 
 
 def projects(only: list[str] | None) -> list[str]:
-    names = sorted(p.stem for p in (FIXTURES / "instances").glob("*.json"))
+    """The fixture projects whose tests pytest runs (the others: bench_program_runners.py)."""
+    names = sorted(p.stem for p in (FIXTURES / "instances").glob("*.json")
+                   if json.loads(p.read_text(encoding="utf-8")).get("runner") in (None, "pytest"))
     if only:
         unknown = sorted(set(only) - set(names))
         if unknown:
