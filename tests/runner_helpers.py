@@ -19,6 +19,22 @@ from .conftest import FIXTURES
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "commit.gpgsign=false"]
 
 
+def interpreter(version: str) -> str | None:
+    """A Python of that version (``"3.9"``) that runs: pyenv's, then ``PATH``'s (a pyenv shim of an
+    inactive version does not run), or None."""
+    import glob
+
+    for candidate in [*sorted(glob.glob(f"/root/.pyenv/versions/{version}.*/bin/python{version}")),
+                      *sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}.*/bin/python{version}"))),
+                      shutil.which(f"python{version}"), f"/usr/bin/python{version}"]:  # fmt: skip
+        if candidate and os.path.exists(candidate):
+            probe = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                   capture_output=True, text=True)  # fmt: skip
+            if probe.returncode == 0 and probe.stdout.strip() == version:
+                return candidate
+    return None
+
+
 def instance_of(project: str, **overrides: Any) -> Instance:
     instance = load_instance(FIXTURES / "instances" / f"{project}.json")
     if not overrides:

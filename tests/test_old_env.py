@@ -10,7 +10,6 @@ used instead, and the test id says which.
 from __future__ import annotations
 
 import fcntl
-import glob
 import os
 import shutil
 import subprocess
@@ -19,23 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from .runner_helpers import grade, patch_of
+from .runner_helpers import grade, interpreter, patch_of
 
 pytestmark = pytest.mark.slow  # real gradings (docs/development.md: the fast subset)
 
 
-def _python39() -> str | None:
-    candidates = [shutil.which("python3.9"), *sorted(glob.glob("/root/.pyenv/versions/3.9*/bin/python3.9")),
-                  *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.9*/bin/python3.9"))), "/usr/bin/python3.9"]  # fmt: skip
-    for candidate in candidates:
-        if candidate and os.path.exists(candidate):
-            probe = subprocess.run([candidate, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True)
-            if probe.returncode == 0 and probe.stdout.strip() == "(3, 9)":
-                return candidate
-    return None
-
-
-PY39 = _python39()
+PY39 = interpreter("3.9")
 BASE, PYTEST_PIN = (PY39, "pytest==6.0.2") if PY39 else (sys.executable, "pytest==7.0.1")
 
 

@@ -5,9 +5,6 @@ control run as pytest runs; hostile candidates against the record and the consol
 
 from __future__ import annotations
 
-import glob
-import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -16,25 +13,12 @@ import pytest
 
 from pytest_objective_scoring.environments import Environment, probe_all
 
-from .runner_helpers import grade, instance_of, patch_of
+from .runner_helpers import grade, instance_of, interpreter, patch_of
 
 pytestmark = pytest.mark.slow  # real gradings (docs/development.md: the fast subset)
 
 
-def _python(version: str) -> str | None:
-    """An interpreter of that version that runs (a pyenv shim of an inactive version does not)."""
-    for candidate in [*sorted(glob.glob(f"/root/.pyenv/versions/{version}.*/bin/python{version}")),
-                      *sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}.*/bin/python{version}"))),
-                      shutil.which(f"python{version}"), f"/usr/bin/python{version}"]:  # fmt: skip
-        if candidate and os.path.exists(candidate):
-            probe = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                                   capture_output=True, text=True)  # fmt: skip
-            if probe.returncode == 0 and probe.stdout.strip() == version:
-                return candidate
-    return None
-
-
-PY39 = _python("3.9")
+PY39 = interpreter("3.9")
 
 
 def outcome(result: Any) -> tuple[str | None, list[str]]:
@@ -157,7 +141,7 @@ def test_swebench_s_table_chooses_the_runner_of_a_row_that_names_none() -> None:
 
 
 def test_an_interpreter_without_pytest_is_enough_for_a_program_runner() -> None:
-    python = PY39 or _python("3.6")
+    python = PY39 or interpreter("3.6")
     if python is None or subprocess.run([python, "-c", "import pytest"], capture_output=True).returncode == 0:
         pytest.skip("no interpreter without pytest here")
     assert outcome(grade("units", patch_of("units", "gold"), python=python)) == ("resolved", [])

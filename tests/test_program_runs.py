@@ -277,3 +277,12 @@ def test_every_outcome_the_recorder_writes_is_read_back(outcome: str) -> None:
 def test_an_outcome_the_recorder_never_writes_is_incomplete_never_a_pass() -> None:
     record = program_runs.record_run("unittest", [case("test_a", "m.T", "PASSED"), case("test_b", "m.T", 1)], SESSION, "/c")
     assert [t.outcome for t in record.tests] == ["incomplete", "incomplete"]
+
+
+@pytest.mark.parametrize("name", ["boot.py", "program_recorder.py"])
+def test_the_code_of_ours_the_test_process_runs_parses_on_python_3_5(name: str) -> None:
+    """SWE-bench's environments of Django 1.11 to 2.2 are Python 3.5."""
+    import ast
+
+    source = (Path(program_runs.__file__).with_name(name)).read_text(encoding="utf-8")
+    ast.parse(source, feature_version=(3, 5))
