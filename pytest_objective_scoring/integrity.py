@@ -43,6 +43,10 @@ INVALID_FLAGS: Final = {
     "objects_walked": "judge_inspected",
     "console_disagrees": "tampered_outcome",
     "test_runs": "tampered_outcome",
+    "test_code_outside_tests": "tampered_outcome",
+    "test_loaded_by_copy": "tampered_outcome",
+    "import_hook": "tampered_outcome",
+    "record_malformed": "tampered_outcome",
 }
 DAY: Final = 86400
 

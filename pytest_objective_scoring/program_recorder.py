@@ -44,6 +44,7 @@ SEVERITY = (PASSED, XPASSED, XFAILED, SKIPPED, INCOMPLETE, XPASSED_STRICT, FAILE
 UNITTEST_HOOKS = ("startTestRun", "stopTestRun", "startTest", "stopTest", "addSuccess", "addFailure", "addError",
                   "addSkip", "addExpectedFailure", "addUnexpectedSuccess", "addSubTest")
 SYMPY_MODULES = ("sympy.testing.runtests", "sympy.utilities.runtests")
+SYMPY_HELPERS = ("sympy.testing.pytest", "sympy.utilities.pytest")  # raises, XFAIL, skip, XPass: the judge too
 SYMPY_HOOKS = ("entering_filename", "entering_test", "test_pass", "test_fail", "test_exception", "test_skip",
                "test_xfail", "test_xpass", "import_error", "finish")
 
@@ -81,7 +82,8 @@ class Program(object):
         self.runs = 0  # top-level runs started (unittest: startTestRun; sympy: files entered imply one)
         self.finished = False  # the runner reached its end (stopTestRun of the main run, SymPy's finish)
         self.installed = {}  # type: Dict[str, Any]  # (owner.attribute) -> our wrapper, checked at the end
-        self.unstopped = []  # type: List[Dict[str, Any]]
+        self.snapshots = []  # type: List[Tuple[str, Any, Dict[str, Any], bool]]  # the judge's namespaces
+        self.anomalies = []  # type: List[str]  # what the hooks saw that the runner never does
 
     def case(self, fact):
         # type: (Dict[str, Any]) -> None
@@ -91,19 +93,98 @@ class Program(object):
         fact["type"] = "case"
         self.channel.write(fact)
 
+    def note(self, anomaly):
+        # type: (str) -> None
+        if anomaly not in self.anomalies and len(self.anomalies) < 50:
+            self.anomalies.append(anomaly)
+
+    def snapshot(self, prefix):
+        # type: (str) -> None
+        """Remember every function, class and class attribute of the loaded modules named ``prefix``
+        (or below it), and the module objects themselves: the judge, as it is now."""
+        for name, module in sorted(sys.modules.items()):
+            if module is None or (name != prefix and not name.startswith(prefix + ".")):
+                continue
+            if any(taken == name for taken, _, _, _ in self.snapshots):
+                continue
+            space = getattr(module, "__dict__", None)
+            if not isinstance(space, dict):
+                continue
+            self.snapshots.append((name, module, _callables(space), False))
+            for attr, value in list(space.items()):
+                if isinstance(value, type) and getattr(value, "__module__", None) == name:
+                    self.snapshots.append(("%s.%s" % (name, attr), value, _callables(value.__dict__), True))
+
     def replaced(self):
         # type: () -> List[str]
-        """Our wrappers no longer in place at the end: something replaced the runner's reporting."""
+        """What changed in the judge since the recorder took it: our wrappers no longer in place, a
+        module of the judge no longer the one imported, a function or class attribute replaced or
+        removed, a callable added to one of its classes (``__init_subclass__``, say); and what the
+        hooks saw that the runner never does."""
         found = []
         for name, wrapper in sorted(self.installed.items()):
             owner, _, attr = name.rpartition(".")
             cls = _OWNERS.get(owner)
             if cls is not None and cls.__dict__.get(attr) is not wrapper:
                 found.append("%s: replaced after the recorder wrapped it" % name)
-        return found
+        for name, owner, before, is_class in self.snapshots:
+            if not is_class and sys.modules.get(name) is not owner:
+                found.append("%s: the module was replaced in sys.modules" % name)
+                continue
+            after = _callables(owner.__dict__)
+            for attr, value in sorted(before.items()):
+                label = "%s.%s" % (name, attr)
+                if after.get(attr) is not value and not any(f.startswith(label + ":") for f in found):
+                    found.append("%s: %s" % (label, "removed" if attr not in after else "replaced"))
+            if is_class:
+                found += ["%s.%s: added" % (name, attr) for attr in sorted(set(after) - set(before))]
+        return (found + self.anomalies)[:50]
+
+
+def _callables(space):
+    # type: (Any) -> Dict[str, Any]
+    return {k: v for k, v in list(space.items())
+            if callable(v) or isinstance(v, (staticmethod, classmethod, property, type))}
 
 
 _OWNERS = {}  # type: Dict[str, Any]
+UNKNOWN = "<unknown origin>"
+
+
+def code_file(function):
+    # type: (Any) -> Optional[str]
+    """The file a function's code belongs to, judged by its globals: the module whose namespace they
+    are (a code object's own file name can be anything), or the ``__file__`` of a namespace no module
+    owns (SymPy executes its test files in a dictionary of their own); None for a builtin."""
+    function = getattr(function, "__func__", function)
+    space = getattr(function, "__globals__", None)
+    if not isinstance(space, dict):
+        return None
+    module = sys.modules.get(space.get("__name__") or "")
+    found = getattr(module, "__file__", None) if getattr(module, "__dict__", None) is space else space.get("__file__")
+    return os.path.realpath(found) if isinstance(found, str) else UNKNOWN
+
+
+def object_file(thing):
+    # type: (Any) -> Optional[str]
+    """Where a function, a class or an instance (its class) was defined."""
+    if getattr(thing, "__globals__", None) is not None or getattr(getattr(thing, "__func__", None), "__globals__", None):
+        return code_file(thing)
+    cls = thing if isinstance(thing, type) else type(thing)
+    module = sys.modules.get(getattr(cls, "__module__", "") or "")
+    found = getattr(module, "__file__", None)
+    return os.path.realpath(found) if isinstance(found, str) else None
+
+
+def loader_of(module_name):
+    # type: (str) -> Optional[str]
+    """The file defining the loader that loaded a module (importlib's own: None)."""
+    module = sys.modules.get(module_name or "")
+    loader = getattr(getattr(module, "__spec__", None), "loader", None) or getattr(module, "__loader__", None)
+    if loader is None or getattr(type(loader), "__module__", "") in ("_frozen_importlib_external", "_frozen_importlib",
+                                                                      "importlib._bootstrap_external"):
+        return None
+    return object_file(loader) or UNKNOWN
 
 
 def _wrap(owner, name, before, after=None):
@@ -149,6 +230,11 @@ class Unittest(object):
         cls = type(test)
         fact = {"name": getattr(test, "_testMethodName", None),
                 "cls": "%s.%s" % (getattr(cls, "__module__", "?"), getattr(cls, "__qualname__", cls.__name__))}
+        try:  # where the code that ran as the test is, and what loaded its module
+            fact["origin"] = code_file(getattr(cls, fact["name"] or "", None)) if fact["name"] else None
+            fact["loader"] = loader_of(getattr(cls, "__module__", ""))
+        except Exception:
+            fact["origin"] = UNKNOWN
         for key, read in (("str", lambda: str(test)), ("id", lambda: test.id()), ("doc", lambda: test.shortDescription())):
             try:
                 value = read()
@@ -166,8 +252,22 @@ class Unittest(object):
         if self.main is None:
             self.main = result
             self.program.runs += 1
-        elif not self.open:  # not inside a test of the main run: another top-level run, counted
+        elif not self.inside_a_test():  # not run by a test of the main run: another top-level run, counted
             self.program.runs += 1
+
+    def inside_a_test(self):
+        # type: () -> bool
+        """Whether a test of the main run is running now (one of its frames is on the stack): a suite
+        that test runs inside itself is not the program's run. A test merely started, never run
+        (left open), does not count."""
+        tests = [state.get("test") for state in self.open.values()]
+        frame = sys._getframe(1)  # type: Any
+        while frame is not None:
+            holder = frame.f_locals.get("self")
+            if holder is not None and any(holder is t for t in tests):
+                return True
+            frame = frame.f_back
+        return False
 
     def stop_run(self, result):
         # type: (Any) -> None
@@ -182,7 +282,7 @@ class Unittest(object):
         if not self.ours(result):
             return
         state = self.names(test)
-        state.update(outcomes=[], message="", subtests=[], started=time.time())
+        state.update(outcomes=[], message="", subtests=[], started=time.time(), test=test)
         self.open[id(test)] = state
 
     def stop(self, result, test):
@@ -207,6 +307,7 @@ class Unittest(object):
         state["message"] = state["message"] or message or next((m for o, m in state["subtests"] if m), "")
         state["subtests"] = [[o, m] for o, m in state["subtests"][:20]]
         state["duration"] = round(time.time() - state.pop("started"), 6)
+        state.pop("test", None)
         self.program.case(state)
 
     def add(self, result, test, outcome, err=None, reason=None):
@@ -273,6 +374,10 @@ def install_unittest(program):
         if name in owner.__dict__:
             wrapper = _wrap(owner, name, wrappers.get(name, lambda self, *args: None), afters.get(name))
             program.installed["unittest.result.TestResult." + name] = wrapper
+    import unittest.main  # noqa: F401  (every module of unittest the runners use, loaded now: the judge)
+    import unittest.runner  # noqa: F401
+
+    program.snapshot("unittest")
     return hooks
 
 
@@ -287,25 +392,55 @@ class Sympy(object):
         self.program = program
         self.file = None  # type: Optional[str]
         self.test = None  # type: Optional[str]
+        self.origin = None  # type: Optional[str]
         self.started = 0.0
+        self.reporters = {}  # type: Dict[str, Any]  # module name -> the reporter class wrapped
+        self.runner_globals = []  # type: List[Dict[str, Any]]
+
+    def check(self, reporter):
+        # type: (Any) -> None
+        """The reporter is SymPy's own class, its methods not overridden on the instance."""
+        if not any(type(reporter) is cls for cls in self.reporters.values()):
+            self.program.note("the reporter is a %s.%s, not SymPy's PyTestReporter" % (
+                type(reporter).__module__, type(reporter).__qualname__))
+        overridden = sorted(set(getattr(reporter, "__dict__", {})) & set(SYMPY_HOOKS))
+        if overridden:
+            self.program.note("the reporter's own attributes override %s" % ", ".join(overridden))
+
+    def caller(self):
+        # type: () -> None
+        """A result must come from SymPy's runner (its module's code), not from code elsewhere."""
+        frame = sys._getframe(1)  # type: Any
+        while frame is not None and frame.f_globals is globals():
+            frame = frame.f_back
+        if frame is not None and not any(frame.f_globals is space for space in self.runner_globals):
+            self.program.note("a result was reported to SymPy's reporter from %s (%s), not from its runner" % (
+                code_file_of_frame(frame), frame.f_code.co_name))
 
     def enter_file(self, reporter, filename, *args):
         # type: (Any, str, *Any) -> None
+        self.check(reporter)
         self.file = filename
         if self.program.runs == 0:
             self.program.runs = 1
 
     def enter_test(self, reporter, function):
         # type: (Any, Any) -> None
+        self.check(reporter)
         self.test = getattr(function, "__name__", None) or str(function)
+        try:
+            self.origin = code_file(getattr(function, "__wrapped__", None) or function)
+        except Exception:
+            self.origin = UNKNOWN
         self.started = time.time()
 
     def result(self, outcome, message=""):
         # type: (str, str) -> None
         if self.test is None:
             return
+        self.caller()
         self.program.case({"file": self.file, "name": self.test, "outcome": outcome, "message": _clip(message),
-                           "duration": round(time.time() - self.started, 6)})
+                           "duration": round(time.time() - self.started, 6), "origin": self.origin})
         self.test = None
 
     def import_error(self, reporter, filename, err):
@@ -335,14 +470,27 @@ def _sympy_hooks(hooks):
     }
 
 
+def code_file_of_frame(frame):
+    # type: (Any) -> str
+    space = frame.f_globals
+    module = sys.modules.get(space.get("__name__") or "")
+    found = getattr(module, "__file__", None) if getattr(module, "__dict__", None) is space else space.get("__file__")
+    return os.path.realpath(found) if isinstance(found, str) else UNKNOWN
+
+
 def patch_sympy_module(module, program, hooks):
     # type: (Any, Program, Sympy) -> None
-    """Wrap the reporter of SymPy's runner module, just imported."""
+    """Wrap the reporter of SymPy's runner module, just imported; remember the harness as it is."""
+    if module.__name__ in SYMPY_HELPERS:
+        program.snapshot(module.__name__)
+        return
     reporter = getattr(module, "PyTestReporter", None)
     if not isinstance(reporter, type):
         return
     key = "%s.PyTestReporter" % module.__name__
     _OWNERS[key] = reporter
+    hooks.reporters[module.__name__] = reporter
+    hooks.runner_globals.append(module.__dict__)
     before = _sympy_hooks(hooks)
     for name in SYMPY_HOOKS:
         if name not in reporter.__dict__:
@@ -352,6 +500,7 @@ def patch_sympy_module(module, program, hooks):
         else:
             wrapper = _wrap(reporter, name, before[name])
         program.installed["%s.%s" % (key, name)] = wrapper
+    program.snapshot(module.__name__)
 
 
 class _SympyFinder(object):
@@ -364,7 +513,7 @@ class _SympyFinder(object):
 
     def find_spec(self, name, path=None, target=None):
         # type: (str, Any, Any) -> Any
-        if name not in SYMPY_MODULES or self.busy:
+        if (name not in SYMPY_MODULES and name not in SYMPY_HELPERS) or self.busy:
             return None
         self.busy = True
         try:
@@ -496,5 +645,24 @@ def session(program, exitstatus, environ):
         "foreign_modules": foreign_modules(environ.get("OBJECTIVE_SCORING_ORIGINAL"),
                                            os.path.realpath(copy) if copy else None),
         "patched_internals": program.replaced(),
+        "import_hooks": import_hooks(),
         "distributions": installed_distributions(),
     }
+
+
+def import_hooks():
+    # type: () -> List[str]
+    """The finders on ``sys.meta_path`` and the hooks on ``sys.path_hooks`` that are not Python's own
+    nor ours, as ``file: name``: code that can serve a module other than its file."""
+    ours = os.path.realpath(__file__) if "__file__" in globals() else None
+    found = []
+    for entry in list(sys.meta_path) + list(sys.path_hooks):
+        try:
+            where = object_file(entry)
+        except Exception:
+            where = UNKNOWN
+        if where is None or where == ours:
+            continue
+        name = getattr(entry, "__qualname__", None) or type(entry).__qualname__
+        found.append("%s: %s" % (where, name))
+    return found[:20]

@@ -28,16 +28,19 @@ from pathlib import Path
 from typing import Any, Final, Mapping, Sequence
 
 from . import outcomes as oc
-from .instances import Instance
+from .instances import P2P, Instance
 from .runner_logs import DJANGO_DESCRIPTION, SYMPY, LogEvent, LogRun, LogTest, django_ids, grade_run, read_text
-from .scorer import SWEBENCH_PASSES, Grading
+from .protect import protected_reason
+from .scorer import STRICT_PASSES, SWEBENCH_PASSES, Grading
 from .testrecord import RunRecord, broken, stale_imports
 from .testrecord import signals as run_signals
 
 __all__ = ["assess", "console_run", "disagreements", "record_run", "signals"]
 
+UNKNOWN: Final = "<unknown origin>"  # program_recorder.UNKNOWN
 CONSOLE_LIMIT: Final = 64 << 20  # characters of a run's console read (its output is bounded the same)
 PASSING: Final = frozenset({oc.PASSED, oc.XPASSED})
+FAILING: Final = frozenset({oc.FAILED, oc.ERROR, oc.XPASSED_STRICT})
 _FIXTURES: Final = {"setUpClass": "setup", "setUpModule": "setup", "tearDownClass": "teardown",
                     "tearDownModule": "teardown"}  # fmt: skip
 _LOADER_FAILURES: Final = ("unittest.loader._FailedTest", "unittest.loader.ModuleImportFailure")
@@ -45,6 +48,11 @@ _LOADER_FAILURES: Final = ("unittest.loader._FailedTest", "unittest.loader.Modul
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
+
+
+def _count(value: Any) -> int | None:
+    """A count the record gives, or None when it is not one (a record is the test process's word)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _outcome(case: Mapping[str, Any]) -> str:
@@ -108,10 +116,11 @@ def record_run(runner: str, cases: Sequence[Mapping[str, Any]], session: Mapping
         else:
             _unittest_case(run, case, line)
     session = session or {}
-    run.finished = bool(session.get("finished"))
-    run.exit_code = session.get("exitstatus") if isinstance(session.get("exitstatus"), int) else None
-    if int(session.get("runs") or 0) > 1:
-        run.notes.append(f"the program started {session.get('runs')} test runs; only the first was recorded")
+    run.finished = session.get("finished") is True
+    run.exit_code = _count(session.get("exitstatus"))
+    runs = _count(session.get("runs"))
+    if runs is not None and runs > 1:
+        run.notes.append(f"the program started {runs} test runs; only the first was recorded")
     return run
 
 
@@ -129,32 +138,82 @@ def _spellings(test: LogTest) -> tuple[str, ...]:
 
 
 def disagreements(record: LogRun, console: LogRun, instance: Instance, compat: str) -> list[dict[str, str]]:
-    """Where the console says a test passed that the record says did not: a status printed on the
-    test's own line (``ok`` where the recorder saw a failure), or (``compat=swebench``) SWE-bench's
-    reading of a listed test counting as a pass where the record shows it failing or absent."""
+    """Where the record and the console tell different stories of a listed test, in the direction
+    that would help a candidate (output an honest change prints during a test nobody grades is no
+    signal):
+
+    * the console says it passed, the record does not pass it through its gate: a status printed on
+      the test's own line (``ok`` inside a failing test), or (``compat=swebench``) SWE-bench's reading
+      of the console: a forged console;
+    * the record passes it, while the console shows it failing on its own line, or, the console
+      having run to its end, never shows it: a forged record (code of the copy reaching the
+      recorder's channel, ``docs/untrusted-candidates.md``);
+    * the record says the run finished, the console never shows its end."""
     found: list[dict[str, str]] = []
     recorded: dict[str, LogTest] = {}
     for test in record.tests:
         for spelling in _spellings(test):
             recorded.setdefault(spelling, test)
-    for test in console.tests:
-        if not test.status or test.outcome not in PASSING:
-            continue  # no status on its own line (swallowed by its output), or not a pass
-        mine = next((recorded[s] for s in _spellings(test) if s in recorded), None)
-        if mine is not None and mine.outcome not in PASSING:
-            found.append({"kind": "console_disagrees", "detail": f"{test.test_id}: the console says {test.status!r}, "
-                          f"the recorder saw {mine.outcome}"})  # fmt: skip
-    if compat == "swebench":
-        for listed, gate in instance.listed.items():
-            status = console.swebench.get(listed)
-            if status is None or status not in SWEBENCH_PASSES[gate]:
-                continue
-            mine = recorded.get(listed)
-            if mine is None or mine.outcome not in (PASSING | {oc.SKIPPED, oc.XFAILED}):
-                seen = "no such test" if mine is None else mine.outcome
-                found.append({"kind": "console_disagrees", "detail": f"{listed}: SWE-bench's reading of the console "
-                              f"says {status}, the recorder saw {seen}"})  # fmt: skip
+    if record.finished and not console.finished:
+        found.append({"kind": "console_disagrees", "detail": "the recorder saw the run end, the console never shows its "
+                      "end"})  # fmt: skip
+    for listed, gate in instance.listed.items():
+        mine = recorded.get(listed)
+        passes = STRICT_PASSES[gate] | ({oc.SKIPPED} if compat == "swebench" and gate == P2P else frozenset())
+        shown = [t for t in console.tests if listed in _spellings(t)]
+        if mine is not None and mine.outcome in passes:
+            failing = next((t for t in shown if t.status and t.outcome in FAILING), None)
+            if failing is not None:
+                found.append({"kind": "console_disagrees", "detail": f"{listed}: the console says {failing.status!r}, "
+                              f"the recorder saw {mine.outcome}"})  # fmt: skip
+            elif not shown and console.finished:
+                found.append({"kind": "console_disagrees", "detail": f"{listed}: the recorder saw it {mine.outcome}, the "
+                              "console never shows it"})  # fmt: skip
+            continue
+        seen = "no such test" if mine is None else mine.outcome
+        passing = next((t for t in shown if t.status and t.outcome in PASSING), None)
+        if passing is not None and mine is not None:
+            found.append({"kind": "console_disagrees", "detail": f"{listed}: the console says {passing.status!r}, "
+                          f"the recorder saw {seen}"})  # fmt: skip
+        status = console.swebench.get(listed) if compat == "swebench" else None
+        if status is not None and status in SWEBENCH_PASSES[gate]:
+            found.append({"kind": "console_disagrees", "detail": f"{listed}: SWE-bench's reading of the console says "
+                          f"{status}, the recorder saw {seen}"})  # fmt: skip
     return list({(s["kind"], s["detail"]): s for s in found}.values())
+
+
+def _inside(path: str, root: str) -> str | None:
+    """``path`` relative to ``root`` when it is inside it, else None."""
+    real = os.path.realpath(root) if root else ""
+    if real and (path == real or path.startswith(real.rstrip("/") + "/")):
+        return path[len(real.rstrip("/")) + 1:]
+    return None
+
+
+def origins(run: RunRecord, guarded: Sequence[str]) -> list[dict[str, str]]:
+    """Tests whose code is not the tests' (a test swapped for code of the copy's package, or of no
+    known file), test modules a loader of the copy loaded, and import hooks the copy installed."""
+    found: list[dict[str, str]] = []
+    copy = run.copy_path
+    for case in run.cases:
+        name = _text(case.get("name")) or "?"
+        where = _text(case.get("file")) or _text(case.get("cls"))
+        label = f"{where}:{name}" if run.runner == SYMPY else f"{name} ({where})"
+        origin = case.get("origin")
+        if isinstance(origin, str) and origin:
+            rel = _inside(origin, copy)
+            if origin == UNKNOWN or rel is None or protected_reason(rel, guarded) is None:
+                found.append({"kind": "test_code_outside_tests",
+                              "detail": f"{label}: its code is in {rel or origin}, not in the tests"})  # fmt: skip
+        loader = case.get("loader")
+        if isinstance(loader, str) and loader and (loader == UNKNOWN or _inside(loader, copy) is not None):
+            found.append({"kind": "test_loaded_by_copy",
+                          "detail": f"{label}: its module was loaded by {_inside(loader, copy) or loader}"})  # fmt: skip
+    for hook in (run.session or {}).get("import_hooks") or []:
+        if isinstance(hook, str) and (_inside(hook.split(": ", 1)[0], copy) is not None or hook.startswith(UNKNOWN)):
+            file, _, what = hook.partition(": ")
+            found.append({"kind": "import_hook", "detail": f"{what} in {_inside(file, copy) or file}"})
+    return list({(s["kind"], s["detail"]): s for s in found}.values())[:50]
 
 
 def _runs(run: RunRecord) -> tuple[LogRun, LogRun]:
@@ -178,7 +237,17 @@ def _record_reason(run: RunRecord, record: LogRun, reason: str | None) -> str | 
 
 def assess(run: RunRecord, instance: Instance, compat: str, copy: Path, timeout: float) -> tuple[Grading, str | None, str]:
     """Grade a program run and say why it is no verdict, with the failure class it would be:
-    ``strict`` from the record, ``swebench`` from SWE-bench's reading of its console."""
+    ``strict`` from the record, ``swebench`` from SWE-bench's reading of its console. A record the
+    grader cannot read (values of the wrong kind: the test process's word) is no verdict."""
+    try:
+        return _assess(run, instance, compat, copy, timeout)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        failure = broken(run, timeout)
+        reason = failure[0] if failure else f"the run's record cannot be read ({type(exc).__name__}: {exc})"
+        return grade_run(LogRun(run.runner, "<record>", ""), instance, "strict")[0], reason, "verifier"
+
+
+def _assess(run: RunRecord, instance: Instance, compat: str, copy: Path, timeout: float) -> tuple[Grading, str | None, str]:
     record, console = _runs(run)
     grading, reason, _ = grade_run(record, instance, "strict")
     reason = _record_reason(run, record, reason)
@@ -194,13 +263,23 @@ def assess(run: RunRecord, instance: Instance, compat: str, copy: Path, timeout:
     return grading, reason, "verifier"
 
 
-def signals(run: RunRecord, copy: Path, instance: Instance, compat: str) -> list[dict[str, str]]:
-    """:func:`.testrecord.signals` of the run, and the console's disagreements with the record."""
-    found = run_signals(run, copy)
-    if run.session is not None:
-        record, console = _runs(run)
-        found += disagreements(record, console, instance, compat)
-        runs = run.session.get("runs")
-        if isinstance(runs, int) and runs > 1:  # the runner makes one: another is code of the copy running tests
-            found.append({"kind": "test_runs", "detail": f"the program started {runs} top-level test runs"})
-    return found
+def signals(run: RunRecord, copy: Path, instance: Instance, compat: str, guarded: Sequence[str] = ()) -> list[dict[str, str]]:
+    """:func:`.testrecord.signals` of the run, the console's disagreements with the record, tests
+    whose code is not the tests', loaders and import hooks of the copy, and more than one run."""
+    try:
+        found = run_signals(run, copy)
+        if run.session is not None:
+            record, console = _runs(run)
+            found += disagreements(record, console, instance, compat)
+            found += origins(run, guarded)
+            runs = _count(run.session.get("runs"))
+            if runs is None or runs > 1:  # the runner makes one: another is code of the copy running tests
+                found.append({"kind": "test_runs", "detail": f"the program started {run.session.get('runs')!r} "
+                              "top-level test runs"})  # fmt: skip
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        found = [{"kind": "record_malformed", "detail": f"{type(exc).__name__}: {exc}"}]
+    copies = sorted({p for p in (run.copy_path, str(copy.resolve()), str(copy)) if p}, key=len, reverse=True)
+    for signal in found:
+        for path in copies:
+            signal["detail"] = signal["detail"].replace(path, "<copy>")
+    return list({(s["kind"], s["detail"]): s for s in found}.values())

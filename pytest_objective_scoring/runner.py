@@ -559,7 +559,8 @@ class Score:
 
             grading, reason, failure = program_runs.assess(run, instance, request.compat, copy or self.copy.path,
                                                            request.timeout)  # fmt: skip
-            return Judgement(run, grading, reason, failure, program_runs.signals(run, self.copy.path, instance, request.compat))
+            return Judgement(run, grading, reason, failure,
+                             program_runs.signals(run, self.copy.path, instance, request.compat, self.task.guarded))
         grading, reason, failure = assess(run, instance, request.compat, copy or self.copy.path, request.timeout)
         return Judgement(run, grading, reason, failure, signals(run, self.copy.path))
 

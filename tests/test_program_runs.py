@@ -262,7 +262,8 @@ def test_the_console_saying_ok_for_a_test_the_recorder_saw_fail_is_a_disagreemen
 
 def test_a_console_that_shows_no_status_for_a_test_is_no_disagreement() -> None:
     record = program_runs.record_run("django", [case("test_a", "app.tests.T", "failed")], SESSION, "/copy")
-    console = program_runs.console_run("django", "test_a (app.tests.T) ... some output\nmore output\n", SESSION)
+    console = program_runs.console_run("django", "test_a (app.tests.T) ... some output\nmore output\n\n" + "-" * 70
+                                       + "\nRan 1 test in 0.001s\n\nFAILED (failures=1)\n", SESSION)  # fmt: skip
     instance = parse_instance({"instance_id": "i", "FAIL_TO_PASS": ["test_a (app.tests.T)"], "PASS_TO_PASS": []}, "<i>")
     assert program_runs.disagreements(record, console, instance, "strict") == []
     assert program_runs.disagreements(record, console, instance, "swebench") == []
