@@ -241,6 +241,8 @@ def _ignore(directory: str, names: list[str]) -> set[str]:
 
 def prepare_copy(repo: Path, dest: Path, base_commit: str | None) -> str:
     """Copy ``repo`` to ``dest`` and return the baseline commit of the copy."""
+    if base_commit and (repo / ".git").exists():
+        return _checkout_copy(repo, dest, base_commit)
     try:
         shutil.copytree(repo, dest, symlinks=True, ignore=_ignore)
     except (OSError, shutil.Error) as exc:
@@ -274,6 +276,42 @@ def prepare_copy(repo: Path, dest: Path, base_commit: str | None) -> str:
             git(dest, "add", "-A")
             git(dest, "commit", "--quiet", "--allow-empty", "--no-verify", "-m", "objective-score: baseline")
         return git(dest, "rev-parse", "HEAD").stdout.strip()
+    except RuntimeError as exc:
+        raise InfraFailure("setup", f"could not prepare the isolated copy: {exc}") from None
+
+
+def _checkout_copy(repo: Path, dest: Path, base_commit: str) -> str:
+    """A git repository at ``base_commit``: a ``--shared`` clone checked out at the commit (each
+    tracked file written once), then what the repository's working tree holds beside its tracked
+    files (build artefacts compiled in place, as SWE-bench environments have them), copied as a
+    whole copy would copy it and cleaned by the commit's own ignore rules (``git clean -fd`` keeps
+    ignored files): the same copy as copying the tree and resetting it, without writing every file twice."""
+    try:
+        result = subprocess.run(["git", "clone", "--quiet", "--shared", "--no-checkout", str(repo), str(dest)],
+                                capture_output=True, text=True, env={**base_env(), "GIT_TERMINAL_PROMPT": "0"})  # fmt: skip
+        if result.returncode != 0:
+            raise BadInput(f"--repo {repo}: git clone failed: {result.stderr.strip()}")
+        if git(dest, "cat-file", "-e", f"{base_commit}^{{commit}}", check=False).returncode != 0:
+            raise BadInput(f"--repo {repo} has no commit {base_commit} (the instance's base_commit)")
+        git(dest, "-c", "advice.detachedHead=false", "checkout", "--quiet", "--force", base_commit)
+        listed = git(repo, "ls-files", "--others", "--directory", "-z")  # untracked and ignored: what a copy adds
+        for entry in filter(None, listed.stdout.split("\0")):
+            rel = entry.rstrip("/")
+            parent, _, name = rel.rpartition("/")
+            if name in COPY_SKIP or uncopied(str(repo / parent) if parent else str(repo), [name]):
+                continue
+            source, target = repo / rel, dest / rel
+            if target.exists() or target.is_symlink():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if source.is_dir() and not source.is_symlink():
+                shutil.copytree(source, target, symlinks=True, ignore=_ignore)
+            else:
+                shutil.copy2(source, target, follow_symlinks=False)
+        git(dest, "clean", "-fdq")
+        return git(dest, "rev-parse", "HEAD").stdout.strip()
+    except (OSError, shutil.Error) as exc:
+        raise InfraFailure("setup", f"could not copy {repo} to the workspace: {exc}") from None
     except RuntimeError as exc:
         raise InfraFailure("setup", f"could not prepare the isolated copy: {exc}") from None
 
