@@ -123,6 +123,8 @@ def clone_tree(cache: Path, mirrors: Path, row: dict[str, Any]) -> tuple[Path, s
 def environment(cache: Path, inst: dict[str, Any], row: dict[str, Any], tree: Path, commit: str) -> Path:
     """The instance's virtualenv: the manifest's Python (pyenv) and pins, then the tree installed editable."""
     recipe = inst["env"]
+    if recipe.get("prebuilt_only"):
+        raise RuntimeError(f"its environment is built by hand ({recipe['prebuilt_only']}): give it with --prebuilt")
     matches = sorted(PYENV.glob(f"{inst['python']}.*/bin/python{inst['python']}"))
     if not matches:
         raise RuntimeError(f"no Python {inst['python']} under {PYENV}")
@@ -346,12 +348,18 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         cells = [r.get(k, {}).get("verdict", "-") for k in ("official", "swebench_on_ours", "ours_swebench", "ours_strict", "ours_image")]
         marks = "/".join(agree(cells[0], c) for c in cells[1:4])
         print(f"{r['instance']:28} {r['tree_source']:22} {r['candidate']:16} " + " ".join(f"{c:13}" for c in cells) + f" {marks}")
-    graded = [r for r in rows if "setup_error" not in r]
+    graded = [r for r in rows if "setup_error" not in r and r["candidate"] != "tamper"]
     for key, label in (("swebench_on_ours", "swebench 5.0.2 on our run's log"), ("ours_swebench", "ours --compat swebench"),
                        ("ours_strict", "ours --compat strict"), ("ours_image", "ours in an image (strict)")):  # fmt: skip
         pairs = [agree(r.get("official", {}).get("verdict"), r.get(key, {}).get("verdict")) for r in graded]
         pairs = [p for p in pairs if p != "-"]
-        print(f"{label} agrees with official: {pairs.count('yes')}/{len(pairs)}")
+        print(f"{label} agrees with official (every candidate but the tampering one): {pairs.count('yes')}/{len(pairs)}")
+    tampered = [r for r in rows if "setup_error" not in r and r["candidate"] == "tamper"]
+    if tampered:
+        fooled = sum(r.get("official", {}).get("verdict") == "resolved" for r in tampered)
+        held = sum(all(r.get(k, {}).get("verdict") in (None, "not_resolved") for k in ("ours_swebench", "ours_strict", "ours_image"))
+                   for r in tampered)  # fmt: skip
+        print(f"tampering candidates: official resolved {fooled}/{len(tampered)}; ours not resolved {held}/{len(tampered)}")
     same = [r for r in graded if r.get("swebench_on_ours", {}).get("verdict") not in (None, "-")]
     exact = sum(r["swebench_on_ours"]["verdict"] == r.get("ours_swebench", {}).get("verdict") for r in same)
     print(f"ours --compat swebench equals swebench 5.0.2's grading of the same run: {exact}/{len(same)}")

@@ -5,6 +5,7 @@ the targets (SWE-bench's test directives)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -159,3 +160,93 @@ def test_the_table_file_is_valid_json_with_one_entry_per_repository_and_version(
     data = json.loads(tc.SPECS_FILE.read_text(encoding="utf-8"))
     assert data["specs"]["django/django"]["5.0"]["python"] == "3.11"
     assert data["specs"]["sympy/sympy"]["1.7"]["pip_packages"][0] == "mpmath==1.3.0"
+
+
+# ---------------------------------------------------------------------- the environments file's runner and test_cmd
+
+
+def _environments(tmp_path, data):  # type: ignore[no-untyped-def]
+    from pytest_objective_scoring.environments import load_environments
+
+    path = tmp_path / "envs.json"
+    path.write_text(json.dumps(data))
+    return load_environments(path)
+
+
+def test_an_environments_entry_may_name_a_runner_and_a_command_which_override_the_table(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import sys
+
+    from pytest_objective_scoring.environments import assign
+
+    file = _environments(tmp_path, {"django/django@3.0": {"python": sys.executable, "runner": "unittest",
+                                                          "test_cmd": "python -m unittest -v -b"},
+                                    "sympy/sympy@1.7": sys.executable})  # fmt: skip
+    django = row(instance_id="django__django-1", repo="django/django", version="3.0")
+    sympy = row(instance_id="sympy__sympy-1", repo="sympy/sympy", version="1.7", FAIL_TO_PASS=["test_a"])
+    plain = row(instance_id="x__x-1", repo="sympy/sympy", version="1.7", runner="pytest",
+                FAIL_TO_PASS=["t.py::test_a"])  # fmt: skip
+    assigned = assign([django, sympy, plain], file, None)
+    assert (assigned["django__django-1"].runner, assigned["django__django-1"].test_cmd) == ("unittest", "python -m unittest -v -b")
+    assert assigned["django__django-1"].pytest is False  # its interpreter need not have pytest
+    assert assigned["sympy__sympy-1"].runner is None and assigned["sympy__sympy-1"].pytest is False  # the table's sympy
+    assert assigned["x__x-1"].pytest is True  # the instance's own runner: pytest
+    assert assigned["django__django-1"].to_dict()["runner"] == "unittest"
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ({"python": "python3", "runner": "nose"}, "field 'runner': unknown runner 'nose'"),
+        ({"python": "python3", "runner": ""}, "field 'runner': expected a non-empty string"),
+        ({"python": "python3", "shell": "x"}, "unknown field 'shell': expected python and/or image"),
+        ({}, "expected python, image, runner or test_cmd, got none of them"),
+    ],
+    ids=["unknown-runner", "empty-runner", "unknown-field", "empty"],
+)
+def test_a_bad_runner_entry_is_one_line_naming_the_key(tmp_path, entry, problem) -> None:  # type: ignore[no-untyped-def]
+    from pytest_objective_scoring.environments import EnvironmentsError
+
+    with pytest.raises(EnvironmentsError, match=r"envs.json \['k'\]: " + re.escape(problem)):
+        _environments(tmp_path, {"k": entry})
+
+
+def test_a_runner_only_entry_takes_its_interpreter_from_python_or_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import sys
+
+    from pytest_objective_scoring.environments import EnvironmentsError, assign
+
+    file = _environments(tmp_path, {"django/django@3.0": {"runner": "django"}})
+    django = row(instance_id="django__django-1", repo="django/django", version="3.0")
+    [environment] = assign([django], file, sys.executable).values()
+    assert environment.python == sys.executable and environment.runner == "django"
+    assert environment.source.endswith("with --python")
+    with pytest.raises(EnvironmentsError, match="names a runner or test command but no python or image"):
+        assign([django], file, None)
+
+
+def test_a_command_the_runner_cannot_run_is_refused_before_anything_is_graded(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import sys
+
+    from pytest_objective_scoring.environments import EnvironmentsError, assign
+
+    file = _environments(tmp_path, {"django/django@3.0": {"python": sys.executable, "test_cmd": "bin/test -C"}})
+    with pytest.raises(EnvironmentsError, match="does not run tests/runtests.py"):
+        assign([row(instance_id="django__django-1", repo="django/django", version="3.0")], file, None)
+
+
+def test_a_runner_override_is_part_of_a_job_s_key_and_travels_with_it() -> None:
+    import sys
+
+    from pytest_objective_scoring import batch
+    from pytest_objective_scoring.environments import Environment
+
+    instance = row(instance_id="django__django-1", repo="django/django", version="3.0")
+    settings = {"python": sys.executable, "compat": "strict", "network": False}
+    plain = Environment(sys.executable, None, "here")
+    override = Environment(sys.executable, None, "here", runner="unittest", test_cmd="python -m unittest -v")
+    assert batch.job_key(instance, "m", "", settings, "c", plain) != batch.job_key(instance, "m", "", settings, "c", override)
+    assert batch.job_key(instance, "m", "", settings, "c", plain) == batch.job_key(instance, "m", "", settings, "c", None)
+    job = batch.Job("k", instance, batch.Prediction("django__django-1", "m", "", batch.HarnessCost(), "<t>"), None, "",
+                    sys.executable, None, "envs.json ['k']", "unittest", "python -m unittest -v")  # fmt: skip
+    payload = job.payload(settings)
+    assert (payload["runner"], payload["test_cmd"]) == ("unittest", "python -m unittest -v")
