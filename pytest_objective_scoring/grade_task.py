@@ -119,8 +119,9 @@ def check_test_ids(instance: Instance) -> None:
         path = test_id.split("::", 1)[0]
         if not path.endswith(".py"):
             raise BadInput(
-                f"{instance.source}: test id {test_id!r} is not a pytest node id (path/to/test_file.py::test_name); "
-                "this runner grades pytest suites"
+                f"{instance.source}: test id {test_id!r} is not a pytest node id (path/to/test_file.py::test_name), "
+                "and pytest runs this instance's tests: name its runner (the instance's 'runner' field, --runner, or "
+                "an --environments entry's 'runner': django, sympy, unittest) or give a SWE-bench row its repo and version"
             )
 
 

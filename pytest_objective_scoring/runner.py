@@ -361,7 +361,6 @@ class Apply:
             raise InfraFailure("setup", f"none of the listed tests' files exist after the test patch: {', '.join(absent)}")
         return test_files
 
-
     def program_targets(self) -> list[str]:
         """A runner other than pytest: its targets (SWE-bench's test directives) that name a module,
         package or file of the copy after the test patch."""
