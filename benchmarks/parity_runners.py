@@ -15,7 +15,9 @@ a hunk, a tampering change, gold plus an edit that breaks a PASS_TO_PASS test) t
   sandbox on this machine (and, for instances marked ``image``, in a container image built from the
   local base image);
 * **swebench on ours**: our run's own console log (``--compat swebench``'s run, kept) between
-  SWE-bench's markers, graded by swebench 5.0.2: SWE-bench's grading of the very same run.
+  SWE-bench's markers, graded by swebench 5.0.2: SWE-bench's grading of the very same run (for the
+  runners whose console is the runner's own: Django's and SymPy's; a pytest run prints ``-q -rfE``,
+  which SWE-bench's pytest parser does not read).
 
 It prints the agreement table (``--json``: the rows). Trees and environments come from
 ``--prebuilt FILE`` (a list of ``{instance_id, tree, base, python}``: a git tree whose commit
@@ -223,8 +225,7 @@ def official(swe_python: Path, row: dict[str, Any], tree: Path, commit: str, ven
     venv = venv_python.parent.parent
     try:
         shutil.rmtree(scratch)
-        base.run(["git", "clone", "-q", "--no-hardlinks", str(tree), str(scratch)])
-        base.git(scratch, "checkout", "-q", commit)
+        base.run(["cp", "-a", str(tree), str(scratch)])  # as the image holds it: build products, local edits
         lines = []
         applied = not candidate.read_text().strip()
         for index, command in enumerate(base.APPLY_CHAIN if not applied else ()):
@@ -428,7 +429,8 @@ def main(argv: list[str] | None = None) -> int:
             if "swebench" in args.sides:
                 log(f"{iid} {name}: ours --compat swebench")
                 entry["ours_swebench"], console = ours(grader, row_file, tree, python, made[name], "swebench", logs, args.timeout)
-                entry["swebench_on_ours"] = swebench_on_ours(swe_python, row, console, logs, made[name])
+                if entry["ours_swebench"].get("runner") not in (None, "pytest"):  # a pytest run's console is ours (-q -rfE)
+                    entry["swebench_on_ours"] = swebench_on_ours(swe_python, row, console, logs, made[name])
             if "strict" in args.sides:
                 log(f"{iid} {name}: ours --compat strict")
                 entry["ours_strict"], _ = ours(grader, row_file, tree, python, made[name], "strict", logs, args.timeout)

@@ -182,7 +182,7 @@ def disagreements(record: LogRun, console: LogRun, instance: Instance, compat: s
     return list({(s["kind"], s["detail"]): s for s in found}.values())
 
 
-def _inside(path: str, root: str) -> str | None:
+def _inside_one(path: str, root: str) -> str | None:
     """``path`` relative to ``root`` when it is inside it, else None."""
     real = os.path.realpath(root) if root else ""
     if real and (path == real or path.startswith(real.rstrip("/") + "/")):
@@ -195,6 +195,14 @@ def origins(run: RunRecord, guarded: Sequence[str]) -> list[dict[str, str]]:
     known file), test modules a loader of the copy loaded, and import hooks the copy installed."""
     found: list[dict[str, str]] = []
     copy = run.copy_path
+
+    def _inside(path: str, root: str) -> str | None:  # the copy, or where else the run saw it
+        for place in (root, *run.aliases):
+            rel = _inside_one(path, place)
+            if rel is not None:
+                return rel
+        return None
+
     for case in run.cases:
         name = _text(case.get("name")) or "?"
         where = _text(case.get("file")) or _text(case.get("cls"))
@@ -278,7 +286,7 @@ def signals(run: RunRecord, copy: Path, instance: Instance, compat: str, guarded
                               "top-level test runs"})  # fmt: skip
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         found = [{"kind": "record_malformed", "detail": f"{type(exc).__name__}: {exc}"}]
-    copies = sorted({p for p in (run.copy_path, str(copy.resolve()), str(copy)) if p}, key=len, reverse=True)
+    copies = sorted({p for p in (run.copy_path, str(copy.resolve()), str(copy), *run.aliases) if p}, key=len, reverse=True)
     for signal in found:
         for path in copies:
             signal["detail"] = signal["detail"].replace(path, "<copy>")

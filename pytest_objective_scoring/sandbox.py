@@ -204,6 +204,7 @@ class Root(object):
         self.root = root
         self.libc = libc
         self.writable = []  # type: List[str]
+        self.own = []  # type: List[str]  # the tmpfs this root made (itself, /tmp, /dev/shm): nothing of this system
 
     def mount(self, source, target, fstype, flags, data, what):
         # type: (Optional[str], str, Optional[str], int, Optional[str], str) -> None
@@ -213,6 +214,7 @@ class Root(object):
         # type: (str) -> None
         """The root itself: an empty tmpfs (``data``: its mount options)."""
         self.mount("tmpfs", self.root, "tmpfs", MS_NOSUID | MS_NODEV, data, "mount -t tmpfs " + self.root)
+        self.own.append(self.root)
 
     def place(self, path, directory):
         # type: (str, bool) -> str
@@ -248,6 +250,7 @@ class Root(object):
         target = self.place(path, True)
         self.mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, data, "mount -t tmpfs " + target)
         self.writable.append(target)
+        self.own.append(target)
 
     def dev_links(self, links=DEV_LINKS):
         # type: (Iterable[Tuple[str, str]]) -> None
@@ -333,6 +336,8 @@ class Builder(Root):
                 self.mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0555,size=4k", "mask " + path)
             elif os.path.isfile(target) and not os.path.islink(target):
                 self.mount("/dev/null", target, None, MS_BIND, None, "mask " + path)
+        for target, alias in spec.get("aliases", []):  # where the user's checkout was, a link to the copy
+            self.alias(target, alias)
         for path in spec.get("late_read_only", []):  # inside a writable tree, read-only again (the recorder's tools)
             if os.path.lexists(path):
                 self.bind(path, path)
@@ -340,6 +345,21 @@ class Builder(Root):
             self.place(CGROUPS, True)  # the mount point, while the root can still be written
         self.read_only()
         self.cgroups()
+
+    def alias(self, target, path):
+        # type: (str, str) -> None
+        """A symbolic link at ``path`` to ``target`` (the copy), made in the root's own tmpfs: every
+        path through it resolves to the copy (``realpath``), so code reached that way is the copy's.
+        Never inside a folder of this system shown here (that would write there): then ``path`` stays
+        hidden."""
+        link = self.root + path
+        existing = os.path.dirname(link)
+        while not os.path.lexists(existing):
+            existing = os.path.dirname(existing)
+        if os.path.lexists(link) or os.lstat(existing).st_dev not in [os.lstat(own).st_dev for own in self.own]:
+            return
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        os.symlink(target, link)
 
     def cgroups(self):
         # type: () -> None

@@ -68,6 +68,7 @@ class RunRecord:
     runner: str = "pytest"  # the program that ran the tests (:mod:`.runner_choice`)
     cases: list[dict[str, Any]] = field(default_factory=list)  # a program recorder's cases (not pytest)
     console: str = ""  # a program run's console output (bounded): read beside its record
+    aliases: list[str] = field(default_factory=list)  # where else the run saw its copy (the user's checkout's path)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -245,11 +246,11 @@ def stale_imports(run: RunRecord, copy: Path) -> str | None:
     """Why the run tested another copy of the project than the graded one (an editable install of
     the original checkout imported first), or None."""
     session = run.session or {}
-    root = Path(run.copy_path).resolve() if run.copy_path else copy.resolve()
+    roots = [Path(run.copy_path).resolve() if run.copy_path else copy.resolve(), *map(Path, run.aliases)]
     stale = {
         name: origin
         for name, origin in (session.get("module_origins") or {}).items()
-        if origin and not Path(origin).is_relative_to(root)
+        if origin and not any(Path(origin).is_relative_to(root) for root in roots)
     }
     stale.update(session.get("foreign_modules") or {})
     if not stale:
@@ -294,7 +295,7 @@ def signals(run: RunRecord, copy: Path) -> list[dict[str, str]]:
     found += [{"kind": "hook_of_unknown_origin", "detail": item} for item in unknown]
     found += [{"kind": AUDIT_KINDS.get(s["kind"], s["kind"]), "detail": s["detail"]} for s in run.signals]
     found += [{"kind": "protected_file_modified", "detail": change} for change in run.writes]
-    copies = sorted({p for p in (run.copy_path, str(copy.resolve()), str(copy)) if p}, key=len, reverse=True)
+    copies = sorted({p for p in (run.copy_path, str(copy.resolve()), str(copy), *run.aliases) if p}, key=len, reverse=True)
     for signal in found:
         for path in copies:
             signal["detail"] = signal["detail"].replace(path, "<copy>")

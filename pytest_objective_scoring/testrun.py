@@ -318,6 +318,7 @@ def run_in(
         argv, mode=mode, why=why, place=place, cwd=copy, network=network, python=python,
         writable=[(home, home), (tmp, tmp)] + ([] if mode != "namespaces-copy" else [(place / "repo", copy)]),
         overlay=(copy, copy) if mode == "namespaces" else None, read_only=[tools], hidden=[original, *hidden],
+        aliases=[(copy, original)] if original.resolve() != copy.resolve() else [],
     )  # fmt: skip
     status_reader, status_writer = status
     if mode == "none":
@@ -390,6 +391,7 @@ def run_in(
     else:
         run.writes = protect.snapshot_changes(before, protect.snapshot(place / "repo", guarded))
     run.copy_path = str(run_copy.resolve())
+    run.aliases = list(isolation.get("copy_also_at", []))
     fresh(place)
     return run
 
@@ -506,14 +508,18 @@ def run_in_container(
 def confined(
     command: Sequence[str], *, mode: str, why: str, place: Path, cwd: Path, network: bool, python: str,
     writable: Sequence[tuple[Path, Path]] = (), overlay: tuple[Path, Path] | None = None,
-    read_only: Sequence[Path] = (), hidden: Sequence[Path] = (),
+    read_only: Sequence[Path] = (), hidden: Sequence[Path] = (), aliases: Sequence[tuple[Path, Path]] = (),
 ) -> tuple[list[str], dict[str, Any], tuple[int, int]]:
     """The command line that runs ``command`` in a root of its own (:mod:`.sandbox`), what the
     envelope says of it, and its status pipe ``(reader, writer)`` (``(-1, -1)`` in mode ``none``,
     where ``command`` is returned as it is). ``overlay`` is ``(pristine, target)``: ``target`` shows
     ``pristine`` writable, its writes kept in ``place``'s upper layer. ``writable`` binds
     ``(source, target)`` read-write; ``read_only`` and the interpreter's folders are bound read-only;
-    ``hidden`` paths (and ``place``'s parent, the workspaces) are never shown."""
+    ``hidden`` paths (and ``place``'s parent, the workspaces) are never shown. ``aliases`` are
+    ``(copy, path)``: the copy shown again at ``path`` (the user's checkout, hidden), so that what an
+    environment's start-up points there (an editable install's ``.pth``, a namespace package set up
+    from its path) reaches the graded copy, as it reaches ``/testbed`` in SWE-bench's images; an
+    alias over a folder holding one of the interpreter's is left out (the path stays hidden)."""
     from . import sandbox
 
     if mode == "none":
@@ -529,13 +535,19 @@ def confined(
         "writable": [[str(a), str(b)] for a, b in writable],
         "late_read_only": [str(p) for p in read_only],
     }  # fmt: skip
+    shown = spec["read_only"]
+    spec["aliases"] = [[str(copy), str(path)] for copy, path in aliases
+                       if not any(os.path.realpath(r) == os.path.realpath(path) or
+                                  os.path.realpath(r).startswith(os.path.realpath(path).rstrip("/") + "/") for r in shown)]
     if overlay is not None:
         for layer in ("upper", "work"):
             (place / layer).mkdir()
         spec["overlay"] = {"lower": str(overlay[0]), "upper": str(place / "upper"), "work": str(place / "work"),
                            "target": str(overlay[1])}  # fmt: skip
-    isolation = {"mode": "namespaces", "copy": "overlay" if overlay is not None else "fresh copy",
-                 "network": "allowed" if network else "loopback only"}  # fmt: skip
+    isolation: dict[str, Any] = {"mode": "namespaces", "copy": "overlay" if overlay is not None else "fresh copy",
+                                 "network": "allowed" if network else "loopback only"}  # fmt: skip
+    if spec["aliases"]:
+        isolation["copy_also_at"] = [alias for _, alias in spec["aliases"]]
     return sandbox.launcher(spec), isolation, (reader, writer)
 
 

@@ -294,6 +294,11 @@ def _checkout_copy(repo: Path, dest: Path, base_commit: str) -> str:
         if git(dest, "cat-file", "-e", f"{base_commit}^{{commit}}", check=False).returncode != 0:
             raise BadInput(f"--repo {repo} has no commit {base_commit} (the instance's base_commit)")
         git(dest, "-c", "advice.detachedHead=false", "checkout", "--quiet", "--force", base_commit)
+        exclude = repo / git(repo, "rev-parse", "--git-path", "info/exclude").stdout.strip()
+        if exclude.is_file():  # what the repository ignores besides its .gitignore files (build products, say)
+            own = dest / ".git" / "info" / "exclude"
+            own.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(exclude, own)
         listed = git(repo, "ls-files", "--others", "--directory", "-z")  # untracked and ignored: what a copy adds
         for entry in filter(None, listed.stdout.split("\0")):
             rel = entry.rstrip("/")

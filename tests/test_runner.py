@@ -884,3 +884,53 @@ def test_a_candidate_that_floods_its_output_fails_and_the_disk_holds_only_the_li
     assert log.stat().st_size <= 1 << 20
     shutil.rmtree(result.envelope["runner"]["workspace"], ignore_errors=True)
     assert grade("intervals", patch_of("intervals", "gold"), max_output_bytes=1 << 20).exit_code == 0
+
+
+def _git_project(root: Path, files: dict[str, str]) -> str:
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text, encoding="utf-8")
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"]):
+        subprocess.run([*GIT, *command], cwd=root, check=True, capture_output=True)
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_an_environment_that_points_at_the_checkout_s_path_reaches_the_graded_copy(tmp_path):
+    """An editable install's namespace hack (matplotlib's ``mpl_toolkits``-nspkg.pth) makes a package
+    from the checkout's path at start-up, without running its ``__init__``. In the sandbox that path
+    is a link to the graded copy, as ``/testbed`` is the graded copy in SWE-bench's images: the tests
+    import the candidate's code, and code reached that way is the copy's."""
+    repo = tmp_path / "nsrepo"
+    base = _git_project(repo, {"nsdemo/__init__.py": "raise ImportError('imported only through the namespace hack')\n",
+                               "nsdemo/core.py": "VALUE = 1\n",
+                               "tests/test_core.py": "from nsdemo.core import VALUE\n\n\ndef test_value():\n    assert VALUE == 2\n"})
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    (site / "nsdemo-nspkg.pth").write_text(
+        f"import sys, types; m = sys.modules.setdefault('nsdemo', types.ModuleType('nsdemo')); m.__path__ = [{str(repo / 'nsdemo')!r}]\n",
+        encoding="utf-8")  # fmt: skip
+    instance = instance_of("intervals", base_commit=base, FAIL_TO_PASS=["tests/test_core.py::test_value"], PASS_TO_PASS=[],
+                           test_patch=None, patch="diff --git a/nsdemo/core.py b/nsdemo/core.py\n--- a/nsdemo/core.py\n"
+                           "+++ b/nsdemo/core.py\n@@ -1 +1 @@\n-VALUE = 1\n+VALUE = 2\n")  # fmt: skip
+    gold = instance.patch.encode()
+    result = grade("intervals", gold, repo=repo, instance=instance, python=str(venv / "bin" / "python"))
+    assert (result.exit_code, result.envelope["score"]["resolved"]) == (0, "resolved"), result.envelope.get("no_verdict_reason")
+    assert result.envelope["runner"]["isolation"]["copy_also_at"] == [str(repo.resolve())]
+    assert result.envelope["integrity"]["flags"] == []
+    empty = grade("intervals", b"", repo=repo, instance=instance, python=str(venv / "bin" / "python"))
+    assert (empty.exit_code, empty.envelope["score"]["resolved"]) == (1, "not_resolved")
+
+
+def test_build_products_the_repository_ignores_in_its_own_exclude_file_are_kept(tmp_path):
+    """An sdist's tree has no .gitignore: its compiled files are ignored through .git/info/exclude, which
+    the copy keeps, so ``git clean`` does not remove them."""
+    repo = tmp_path / "built"
+    base = _git_project(repo, {"tests/test_built.py": "from pathlib import Path\n\n\ndef test_built():\n"
+                                                      "    assert Path('ext.built').read_text() == 'compiled'\n"})  # fmt: skip
+    (repo / ".git" / "info" / "exclude").write_text("*.built\n", encoding="utf-8")
+    (repo / "ext.built").write_text("compiled", encoding="utf-8")
+    instance = instance_of("intervals", base_commit=base, FAIL_TO_PASS=["tests/test_built.py::test_built"], PASS_TO_PASS=[],
+                           test_patch=None)  # fmt: skip
+    result = grade("intervals", b"", repo=repo, instance=instance)
+    assert (result.exit_code, result.envelope["score"]["resolved"]) == (0, "resolved"), result.envelope["tests"]

@@ -15,6 +15,7 @@ import pytest
 from pytest_objective_scoring import sandbox, testrun
 from pytest_objective_scoring.integrity import assess as disposition
 
+from .conftest import FIXTURES
 from .runner_helpers import grade, patch_of
 
 pytestmark = pytest.mark.skipif(sandbox.probe(None)[0] == "none" or not sys.platform.startswith("linux"),
@@ -144,7 +145,9 @@ def test_a_machine_without_overlayfs_runs_each_run_in_a_fresh_copy(monkeypatch):
     monkeypatch.setattr(sandbox, "_AVAILABLE", {})
     result = grade("intervals", patch_of("intervals", "gold"))
     assert result.envelope["score"]["resolved"] == "resolved"
-    assert result.envelope["runner"]["isolation"] == {"mode": "namespaces", "copy": "fresh copy", "network": "loopback only"}
+    isolation = result.envelope["runner"]["isolation"]
+    assert isolation == {"mode": "namespaces", "copy": "fresh copy", "network": "loopback only",
+                         "copy_also_at": [str((FIXTURES / "repos" / "intervals").resolve())]}  # fmt: skip
     assert sandbox.probe(None)[0] == "namespaces-copy" or any(v[0] == "namespaces-copy" for v in sandbox._AVAILABLE.values())
 
 
