@@ -151,36 +151,41 @@ def environment(cache: Path, inst: dict[str, Any], row: dict[str, Any], tree: Pa
 # ------------------------------------------------------------------------------ candidates
 
 
-def tamper_diff(tree: Path, commit: str, kind: str) -> str:
+def tamper_diff(scratch: Path, commit: str, kind: str) -> str:
     target, where, code = TAMPERS[kind]
     if "{runtests}" in target:
-        target = next(p for p in ("sympy/testing/runtests.py", "sympy/utilities/runtests.py") if (tree / p).is_file())
-    base.reset(tree, commit)
-    try:
-        path = tree / target
-        text = path.read_text()
-        if where == "end":
-            text = text + code
-        else:
-            first, _, rest = text.partition("\n")
-            text = f"{first}\n{code}{rest}"
-        path.write_text(text)
-        return base.git(tree, "diff").stdout
-    finally:
-        base.reset(tree, commit)
+        target = next(p for p in ("sympy/testing/runtests.py", "sympy/utilities/runtests.py") if (scratch / p).is_file())
+    base.reset(scratch, commit)
+    path = scratch / target
+    text = path.read_text()
+    if where == "end":
+        text = text + code
+    else:
+        first, _, rest = text.partition("\n")
+        text = f"{first}\n{code}{rest}"
+    path.write_text(text)
+    return base.git(scratch, "diff").stdout
 
 
 def candidates(cache: Path, inst: dict[str, Any], row: dict[str, Any], tree: Path, commit: str) -> dict[str, Path]:
+    """Every candidate as a file; the ones edited into the tree are made in a scratch clone of it (a
+    prebuilt tree is never touched: its environment may hold edits of its own, as astropy's pin)."""
     folder = cache / "patches" / row["instance_id"]
     folder.mkdir(parents=True, exist_ok=True)
     local = {**row, "base_commit": commit}
     made: dict[str, str] = {"empty": "", "gold": row["patch"]}
     if inst.get("minus_hunk"):
         made["gold_minus_hunk"] = base.gold_minus(row["patch"], inst["minus_hunk"])
-    if inst.get("tamper"):
-        made["tamper"] = tamper_diff(tree, commit, inst["tamper"])
-    if inst.get("break_p2p"):
-        made["break_p2p"] = base.diff_after_edit(tree, local, row["patch"], inst["break_p2p"])
+    if inst.get("tamper") or inst.get("break_p2p"):
+        scratch = Path(tempfile.mkdtemp(prefix="parity-candidates-")) / "tree"
+        try:
+            base.run(["git", "clone", "-q", "--shared", str(tree), str(scratch)])
+            if inst.get("tamper"):
+                made["tamper"] = tamper_diff(scratch, commit, inst["tamper"])
+            if inst.get("break_p2p"):
+                made["break_p2p"] = base.diff_after_edit(scratch, local, row["patch"], inst["break_p2p"])
+        finally:
+            shutil.rmtree(scratch.parent, ignore_errors=True)
     paths = {}
     for name, text in made.items():
         (folder / f"{name}.diff").write_text(text)
@@ -258,8 +263,7 @@ def official(swe_python: Path, row: dict[str, Any], tree: Path, commit: str, ven
         shutil.rmtree(scratch.parent / f"{scratch.name}.home", ignore_errors=True)
         (scratch.parent / f"{scratch.name}.gitconfig").unlink(missing_ok=True)
         base.run([str(venv_python), "-m", "pip", "install", "-q", "--no-deps", "--disable-pip-version-check", "-e", str(tree)],
-                 check=False, timeout=600)  # fmt: skip  (the eval script re-pointed the editable install)
-        base.reset(tree, commit)
+                 check=False, timeout=1800)  # fmt: skip  (the eval script re-pointed the editable install)
 
 
 # ------------------------------------------------------------------------------ our side
