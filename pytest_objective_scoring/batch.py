@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Final, Iterable, Iterator, Mapping, Sequence
 
+from . import nesting
 from .cost_ledger import INFRA_CLASSES, CostError, HarnessCost, parse_harness_cost
 from .environments import Environment
 from .instances import Instance
@@ -108,7 +109,7 @@ def _rows(path: Path, text: str) -> Iterator[tuple[str, Any]]:
         raise BatchError(f"{path}: the file is empty: expected JSONL, a JSON list or a JSON object of predictions")
     if stripped[0] in "[{" and not path.name.endswith(".jsonl"):
         try:
-            value = json.loads(text)
+            value = nesting.loads(text)
         except json.JSONDecodeError as exc:
             if exc.msg != "Extra data":
                 raise BatchError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
@@ -129,7 +130,7 @@ def _rows(path: Path, text: str) -> Iterator[tuple[str, Any]]:
     for lineno, line in enumerate(text.split("\n"), 1):
         if line.strip():
             try:
-                yield f"{path}:{lineno}", json.loads(line)
+                yield f"{path}:{lineno}", nesting.loads(line)
             except json.JSONDecodeError as exc:
                 raise BatchError(f"{path}:{lineno}: invalid JSON in JSONL line: {exc.msg}") from None
 
@@ -166,7 +167,7 @@ def _stream_jsonl(path: Path) -> Iterator[tuple[str, Any]]:
             del raw
             if line.strip():
                 try:
-                    yield f"{path}:{lineno}", json.loads(line)
+                    yield f"{path}:{lineno}", nesting.loads(line)
                 except json.JSONDecodeError as exc:
                     raise BatchError(f"{path}:{lineno}: invalid JSON in JSONL line: {exc.msg}") from None
 
@@ -643,7 +644,7 @@ def _job_key_in(folder: Path) -> str | None:
     """The job key recorded in a per-instance log folder (its envelope or ledger entry), if any."""
     for name, path in (("envelope.json", ("batch", "job_key")), (RESUMED_ENTRY, ("job_key",))):
         try:
-            data: Any = json.loads((folder / name).read_text(encoding="utf-8"))
+            data: Any = nesting.loads((folder / name).read_text(encoding="utf-8"))
             for key in path:
                 data = data[key]
         except (OSError, ValueError, KeyError, TypeError):

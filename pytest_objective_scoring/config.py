@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any, Final
 
+from . import nesting
+
 __all__ = ["AUDIT_EVERY_DAYS", "ConfigError", "audit_every_days", "load"]
 
 AUDIT_EVERY_DAYS: Final = 30.0
@@ -30,7 +32,7 @@ def load(start: Path | None = None) -> tuple[dict[str, Any], Path | None]:
     else:  # pragma: no cover - Python 3.10
         import tomli as tomllib
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = nesting.bounded(tomllib.loads, path.read_text(encoding="utf-8"), tomllib.TOMLDecodeError)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot be read as TOML ({exc})") from None
     table = data.get("tool", {}).get(TABLE, {})

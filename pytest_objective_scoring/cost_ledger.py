@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Iterable, Mapping, Sequence
 
+from . import nesting
 from .remade import Remade
 
 __all__ = [
@@ -146,7 +147,7 @@ def load_harness_cost(path: str | Path) -> HarnessCost:
     except OSError as exc:
         raise CostError(str(path), None, f"cannot be read ({exc.strerror})") from None
     try:
-        data = json.loads(text)
+        data = nesting.loads(text)
     except json.JSONDecodeError as exc:
         raise CostError(str(path), None, f"not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     return parse_harness_cost(data, str(path))

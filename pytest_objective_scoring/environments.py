@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Iterable, Mapping, Sequence
 
+from . import nesting
+
 __all__ = ["Environment", "EnvironmentsError", "EnvironmentsFile", "assign", "load_environments", "probe_all"]
 
 REPO_AT_VERSION: Final = re.compile(r"^[^/@\s]+/[^/@\s]+@[^/@\s]+$")
@@ -130,13 +132,13 @@ def _read(path: Path) -> Any:
         else:  # pragma: no cover - Python 3.10
             import tomli as tomllib
         try:
-            return tomllib.loads(data.decode("utf-8"))
+            return nesting.bounded(tomllib.loads, data.decode("utf-8"), tomllib.TOMLDecodeError)
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise EnvironmentsError(f"--environments {path}: not TOML ({exc})") from None
     if path.suffix.lower() in (".yaml", ".yml"):
         raise EnvironmentsError(f"--environments {path}: YAML is not read; expected a JSON (or .toml) file")
     try:
-        return json.loads(data.decode("utf-8"))
+        return nesting.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise EnvironmentsError(f"--environments {path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except json.JSONDecodeError as exc:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Iterator, Mapping
 
+from . import nesting
 from .remade import Remade
 
 __all__ = ["Instance", "InstanceError", "load_instance", "load_instances", "parse_instance"]
@@ -86,7 +87,7 @@ def _test_list(data: Mapping[str, Any], name: str, source: str) -> tuple[str, ..
     value = data[name]
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = nesting.loads(value)
         except json.JSONDecodeError as exc:
             raise InstanceError(
                 source, name, f"is a string but not a JSON-encoded list of test ids ({exc.msg} at char {exc.pos})"
@@ -153,7 +154,7 @@ TWICE: Final = ("given twice in one object: JSON keeps the last and drops the fi
 
 def _loads(where: str, text: str) -> Any:
     try:
-        return json.loads(text, object_pairs_hook=_once_each)
+        return nesting.loads(text, object_pairs_hook=_once_each)
     except _TwiceGiven as exc:
         raise InstanceError(where, exc.key, TWICE) from None
 

@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from . import nesting
+
 __all__ = ["ALIVE", "DEAD", "GONE", "about", "hold", "owner", "pid_absent", "probe", "release"]
 
 ALIVE: Final = "alive"
@@ -101,7 +103,7 @@ def pid_absent(pid: int) -> bool:
 def about(path: Path) -> dict[str, Any]:
     """What an owner file says about its owner ({} when unreadable)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = nesting.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

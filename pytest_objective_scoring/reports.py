@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Final
 from xml.parsers import expat
 
+from . import nesting
 from . import outcomes as oc
 from .instances import Instance
 from .outcomes import Collector
@@ -161,7 +162,9 @@ def _sniff(path: Path, data: bytes) -> tuple[str, Any]:
         stripped = text.strip()
         first, _, rest = stripped.partition("\n")
         try:
-            value = json.loads(first)
+            value = nesting.loads(first)
+        except nesting.TooDeep as exc:
+            raise ReportError(path, exc.msg, line=1) from None
         except json.JSONDecodeError:
             value = None  # the first line alone is not a document: an indented JSON document
         if isinstance(value, dict) and "$report_type" in value:
@@ -248,7 +251,7 @@ def _parse_reportlog(path: Path, text: str) -> ParsedReport:
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = nesting.loads(line)
         except json.JSONDecodeError as exc:
             if lineno == len(lines) and finished_at is None:  # the last line, cut short by a kill
                 parsed.notes.append(f"line {lineno} is cut short (the run was killed while writing it): ignored")
@@ -340,7 +343,7 @@ def _strict_xpass(stage: Mapping[str, Any]) -> bool:
 def _parse_json_report(path: Path, data: bytes, sniffed: Any) -> ParsedReport:
     if sniffed is None:
         try:
-            sniffed = json.loads(_text(path, data))
+            sniffed = nesting.loads(_text(path, data))
         except json.JSONDecodeError as exc:
             raise ReportError(path, f"invalid JSON (column {exc.colno}): {exc.msg}", line=exc.lineno) from None
     report = sniffed
@@ -483,6 +486,8 @@ def parse_xml(
     stack: list[Any] = []
 
     def start(tag: str, attrs: dict[str, str]) -> None:
+        if len(stack) >= nesting.LIMIT:
+            raise error(path, nesting.too_deep("elements"), line=parser.CurrentLineNumber, element=f"<{tag}>")
         element = make(tag, attrs, parser.CurrentLineNumber)
         (stack[-1].children if stack else roots).append(element)
         stack.append(element)

@@ -37,6 +37,7 @@ from math import comb
 from pathlib import Path
 from typing import Any, Final, Literal, cast
 
+from . import nesting
 from .ab import pass_at_k
 from .sets import Cutoff, _parse_instant
 
@@ -218,7 +219,7 @@ def read_rows(path: Path, what: str) -> list[tuple[str, dict[str, Any]]]:
     elif stripped[0] == "[":
         decoder = json.JSONDecoder()
         try:
-            json.loads(text)
+            nesting.loads(text)
         except json.JSONDecodeError as exc:
             raise SampleError(f"{path}:{exc.lineno}: not JSON ({exc.msg}); expected a JSON array of {what} or JSON Lines") from None
         pos = len(text) - len(stripped) + 1
@@ -235,7 +236,7 @@ def read_rows(path: Path, what: str) -> list[tuple[str, dict[str, Any]]]:
             if not line.strip():
                 continue
             try:
-                value = json.loads(line)
+                value = nesting.loads(line)
             except json.JSONDecodeError as exc:
                 raise SampleError(f"{path}:{number}: not JSON ({exc.msg}); expected one JSON object per line ({what})") from None
             rows.append((f"{path}:{number}", value))
@@ -343,7 +344,7 @@ def _decode_cases(value: Any, key: str, where: str) -> list[Any]:
         return []
     if text[0] == "[":
         try:
-            decoded = json.loads(text)
+            decoded = nesting.loads(text)
         except json.JSONDecodeError as exc:
             raise SampleError(f"{where}: field {key!r}: not a JSON list ({exc.msg})") from None
     else:
@@ -355,7 +356,7 @@ def _decode_cases(value: Any, key: str, where: str) -> list[Any]:
         except (pickle.UnpicklingError, EOFError, TypeError, AttributeError, IndexError, KeyError) as exc:
             raise SampleError(f"{where}: field {key!r}: the compressed test cases are not plain data: {exc}") from None
         try:
-            decoded = json.loads(payload) if isinstance(payload, (str, bytes)) else payload
+            decoded = nesting.loads(payload) if isinstance(payload, (str, bytes)) else payload
         except json.JSONDecodeError as exc:
             raise SampleError(f"{where}: field {key!r}: the decompressed test cases are not JSON ({exc.msg})") from None
     if not isinstance(decoded, list):
@@ -546,7 +547,7 @@ def read_messages(log: str, key: bytes) -> tuple[list[tuple[str, dict[str, Any]]
         if seq != str(len(messages)):
             return messages, "a signed harness line out of sequence (replayed)"
         try:
-            detail = json.loads(body)
+            detail = nesting.loads(body)
         except json.JSONDecodeError:
             detail = {}
         messages.append((event, detail if isinstance(detail, dict) else {}))
@@ -564,7 +565,7 @@ def read_record(line: str, key: bytes, expected: int) -> dict[str, Any] | None:
     if not hmac.compare_digest(good.encode("ascii"), parts[1].encode("utf-8", "surrogateescape")):
         return None
     try:
-        record = json.loads(parts[2])
+        record = nesting.loads(parts[2])
     except json.JSONDecodeError:
         return None
     if not isinstance(record, dict) or record.get("id") != expected or "lost" in record:

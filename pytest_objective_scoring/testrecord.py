@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Final, Iterator
 
+from . import nesting
 from .instances import Instance
 from .outcomes import Collector
 from .scorer import Grading, grade, no_verdict_reason
@@ -194,7 +195,7 @@ def parse_records(text: str, key: str, signals: list[dict[str, str]] | None = No
         mac, _, body = line.partition(" ")
         good = hmac.new(key.encode("ascii"), body.encode("utf-8"), hashlib.sha256).hexdigest()
         try:
-            item = json.loads(body)
+            item = nesting.loads(body)
         except json.JSONDecodeError:
             item = None
         if item is None or not isinstance(item, dict) or not hmac.compare_digest(mac.encode(), good.encode()):

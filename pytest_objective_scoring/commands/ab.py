@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from .. import nesting
 from .. import ab
 from ..errors import CommandError
 from ..ledger import DEFAULT_LEDGER
@@ -47,7 +48,7 @@ def _ledger(args: argparse.Namespace) -> Path:
 
 def _load_manifest(path: str) -> tuple[ab.Manifest, dict[str, Any]]:
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = nesting.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise _error(f"{path}: cannot be read ({exc.strerror})") from None
     except UnicodeDecodeError as exc:

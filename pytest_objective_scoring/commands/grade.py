@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .. import nesting
 from .. import options
 from ..errors import CommandError, ledger_problem
 from ..ledger import DEFAULT_LEDGER
@@ -304,7 +305,7 @@ def _json_list(path: str | None, flag: str) -> tuple[str, ...] | None:
     if path is None:
         return None
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = nesting.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise CommandError(f"{flag} {path}: cannot be read ({exc.strerror})") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from .. import nesting
 from .task import NO_TIER, RewardRules
 
 METRIC_SPACES: Final = ("binary", "continuous_reward", "tiers", "named_rewards")
@@ -175,7 +176,7 @@ def script_reward(rules: RewardRules, logs: Path, script: str = VERIFIER_SCRIPT)
         source = f"{C_VERIFIER_LOGS}/{REWARD_JSON}"
         text = json_file.read_text(encoding="utf-8", errors="replace")
         try:
-            data = json.loads(text)
+            data = nesting.loads(text)
         except ValueError as exc:
             return None, f"{script} wrote {source} that is not JSON ({exc})"
         if not isinstance(data, dict) or not data or not all(_number(v) for v in data.values()):

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from .. import nesting
 from .compose import ComposeService, read_compose
 from .environment import HONOURED, INFORMATIONAL, REFUSED, Healthcheck, KeyUse, TaskError, megabytes
 
@@ -364,7 +365,7 @@ def _read_config(path: Path) -> dict[str, Any]:
     if path.suffix == ".toml":
         toml = _toml()
         try:
-            data = toml.loads(text)
+            data = nesting.bounded(toml.loads, text, toml.TOMLDecodeError)
         except toml.TOMLDecodeError as exc:
             raise TaskError(path, None, f"not valid TOML ({exc})") from None
         return dict(data)
@@ -374,7 +375,7 @@ def _read_config(path: Path) -> dict[str, Any]:
         raise TaskError(path, None, "reading task.yaml (Terminal-Bench 1's layout) needs PyYAML: pip install pyyaml, "
                         "or give the task a task.toml (Harbor's layout)") from None  # fmt: skip
     try:
-        data = yaml.safe_load(text)
+        data = nesting.bounded(yaml.safe_load, text, yaml.YAMLError)
     except yaml.YAMLError as exc:
         raise TaskError(path, None, f"not valid YAML ({exc})") from None
     if not isinstance(data, dict):

@@ -1,0 +1,104 @@
+"""Bounded nesting for every reader of instances, datasets and reports.
+
+A JSON document or an XML file nested thousands of levels deep is no instance, dataset or report
+anyone made by hand or by a test run: it is bad input, and it must be refused as bad input (the
+file, where, and why: exit 2), never end in a ``RecursionError`` raised from inside a parser or a
+walk of the parsed tree (exit 3, an internal error). :data:`LIMIT` levels are far more than any real
+file holds (SWE-bench rows: 2; pytest-json-report: 6; JUnit XML: 4 or 5).
+
+:func:`loads` is ``json.loads`` with that bound; what it raises is a :class:`json.JSONDecodeError`
+(``TooDeep``), so every reader's existing handling of invalid JSON names the file, the line and the
+column. XML readers check the depth of their own element stack against :data:`LIMIT`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Final
+
+__all__ = ["LIMIT", "TooDeep", "bounded", "depth", "loads", "too_deep"]
+
+LIMIT: Final = 100
+"""Arrays and objects (JSON) or elements (XML) inside one another, at most."""
+
+
+def too_deep(what: str = "arrays and objects") -> str:
+    return (f"nested more than {LIMIT} levels deep ({what} inside one another; no real instance, dataset or report "
+            "nests that deep)")
+
+
+class TooDeep(json.JSONDecodeError):
+    """A JSON document nested more than :data:`LIMIT` levels deep."""
+
+    def __init__(self, doc: str, pos: int) -> None:
+        super().__init__(too_deep(), doc, pos)
+
+
+def depth(value: Any) -> int:
+    """How many arrays and objects stand inside one another in a parsed JSON value (iteratively:
+    the walk itself never recurses)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        deepest = max(deepest, level)
+        if deepest > LIMIT:
+            return deepest
+        stack.extend((child, level + 1) for child in children if isinstance(child, (dict, list)))
+    return deepest
+
+
+def bounded(parse: Callable[[str], Any], text: str, error: Callable[[str], Exception]) -> Any:
+    """``parse(text)`` (TOML's or YAML's reader), refusing a document nested more than :data:`LIMIT`
+    deep with ``error(message)``: the parser's own ``RecursionError`` never escapes."""
+    try:
+        value = parse(text)
+    except RecursionError:
+        raise error(too_deep("arrays and tables")) from None
+    if depth(value) > LIMIT:
+        raise error(too_deep("arrays and tables"))
+    return value
+
+
+def _where(text: str) -> int:
+    """The offset of the first bracket past :data:`LIMIT` levels (strings skipped), 0 if none."""
+    level = 0
+    in_string = escaped = False
+    for offset, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            level += 1
+            if level > LIMIT:
+                return offset
+        elif char in "]}":
+            level -= 1
+    return 0
+
+
+def loads(text: str | bytes, **kwargs: Any) -> Any:
+    """``json.loads(text, **kwargs)``, refusing a document nested more than :data:`LIMIT` deep with
+    :class:`TooDeep` (a ``json.JSONDecodeError``) whether the parser gave up on it or not."""
+    try:
+        value = json.loads(text, **kwargs)
+    except RecursionError:
+        value, deep = None, True
+    else:
+        deep = depth(value) > LIMIT
+    if deep:
+        doc = text.decode("utf-8", "replace") if isinstance(text, (bytes, bytearray)) else text
+        raise TooDeep(doc, _where(doc)) from None
+    return value
