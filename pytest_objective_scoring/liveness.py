@@ -79,6 +79,8 @@ def probe(path: Path) -> State:
         descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
         return GONE
+    except OSError:  # another user's (a shared temporary folder): nothing proves its owner ended
+        return ALIVE
     try:
         fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:

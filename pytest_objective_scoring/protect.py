@@ -128,7 +128,8 @@ _TEST_MODULE_FILE: Final = re.compile(r"(?i)(test.*|.*_tests?)\.py")
 # is the project's (``sympy/__init__.py``), whether it exists decides the tests' module names.
 INIT_PRESENT: Final = "__init__.py present"
 INIT_ABSENT: Final = "no __init__.py"
-_MARKERS: Final = frozenset({INIT_PRESENT, INIT_ABSENT})
+UNREADABLE_FOLDER: Final = "a folder the grader cannot read"
+_MARKERS: Final = frozenset({INIT_PRESENT, INIT_ABSENT, UNREADABLE_FOLDER})
 
 CHANGE_KINDS: Final = ("added", "removed")
 
@@ -685,7 +686,12 @@ def snapshot(root: Path, test_patch_files: Iterable[str] = ()) -> dict[str, str]
     """
     tests = _tests(test_patch_files)
     digests: dict[str, str] = {}
-    for directory, dirnames, filenames in os.walk(root):
+
+    def refused(error: OSError) -> None:  # a folder that cannot be read is never skipped silently
+        where = os.path.relpath(error.filename, root).replace(os.sep, "/") if error.filename else "."
+        digests[where + "/"] = UNREADABLE_FOLDER
+
+    for directory, dirnames, filenames in os.walk(root, onerror=refused):
         dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS and not d.endswith(".egg-info")]
         rel_dir = os.path.relpath(directory, root)
         for filename in filenames:
@@ -711,7 +717,8 @@ def snapshot(root: Path, test_patch_files: Iterable[str] = ()) -> dict[str, str]
 
 def snapshot_changes(before: Mapping[str, str], after: Mapping[str, str]) -> list[str]:
     """Protected files added, removed or changed between two snapshots."""
-    changes = [f"added {p}" for p in after if p not in before and after[p] not in _MARKERS]
+    changes = [f"unreadable {p.rstrip('/')}" for p in after if after[p] == UNREADABLE_FOLDER and before.get(p) != after[p]]
+    changes += [f"added {p}" for p in after if p not in before and after[p] not in _MARKERS]
     changes += [f"removed {p}" for p in before if p not in after and before[p] != INIT_ABSENT]
     for path in before:
         if path not in after or before[path] == after[path]:

@@ -571,13 +571,23 @@ def upper_changes(upper: Path, lower: Path, guarded: Sequence[str]) -> list[str]
     """The protected files a run wrote, from its overlay's upper layer: a file there was written
     (even when its content was put back), a whiteout (a 0:0 character device) was removed."""
     changes = []
-    for directory, dirnames, filenames in os.walk(upper):
+    unreadable: list[str] = []
+
+    def refused(error: OSError) -> None:  # a folder the grader cannot read is never skipped silently
+        where = os.path.relpath(error.filename, upper).replace(os.sep, "/") if error.filename else "."
+        unreadable.append(f"unreadable {where} ({error.strerror})")
+
+    for directory, dirnames, filenames in os.walk(upper, onerror=refused):
         rel_dir = os.path.relpath(directory, upper)
         dirnames[:] = [d for d in dirnames if d != ".git"]
         for name in [*filenames, *dirnames]:
             rel = name if rel_dir == "." else f"{rel_dir}/{name}".replace(os.sep, "/")
             path = os.path.join(directory, name)
-            info = os.lstat(path)
+            try:
+                info = os.lstat(path)
+            except OSError as exc:
+                refused(exc)
+                continue
             if stat.S_ISDIR(info.st_mode):
                 continue
             if stat.S_ISCHR(info.st_mode) and info.st_rdev == 0:
@@ -586,7 +596,7 @@ def upper_changes(upper: Path, lower: Path, guarded: Sequence[str]) -> list[str]
                 kind = "changed" if (lower / rel).exists() or (lower / rel).is_symlink() else "added"
             if judged_path(rel, guarded):
                 changes.append(f"{kind} {rel}")
-    return sorted(changes)
+    return sorted(changes) + sorted(set(unreadable))
 
 
 def build_in(

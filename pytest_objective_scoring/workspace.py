@@ -164,6 +164,15 @@ def _pid_gone(name: str) -> bool:
     return text.isdigit() and liveness.pid_absent(int(text))
 
 
+def _mine(path: Path) -> bool:
+    """Whether this user owns ``path``: another user's workspaces in a shared temporary folder are
+    never probed or removed (and cannot be)."""
+    try:
+        return os.lstat(path).st_uid == os.geteuid()
+    except OSError:
+        return False
+
+
 def sweep_workspaces(folder: str | Path | None = None) -> list[Path]:
     """Remove the workspaces that gradings killed outright (SIGKILL, a power cut) left in ``folder``
     (the temporary folder by default), once per process and folder; returns what was removed.
@@ -181,6 +190,7 @@ def sweep_workspaces(folder: str | Path | None = None) -> list[Path]:
         candidates = sorted(base.glob(WORKSPACE_PREFIX + "*"))
     except OSError:
         return []
+    candidates = [c for c in candidates if _mine(c)]
     for workspace in candidates:
         if liveness.probe(workspace / OWNER_FILE) == liveness.DEAD:
             fresh(workspace)
@@ -189,7 +199,7 @@ def sweep_workspaces(folder: str | Path | None = None) -> list[Path]:
         staged = sorted(base.glob(STAGING_PREFIX + "*"))
     except OSError:
         staged = []
-    for staging in staged:  # a grader killed before its workspace was in place
+    for staging in [s for s in staged if _mine(s)]:  # a grader killed before its workspace was in place
         if liveness.probe(staging / OWNER_FILE) != liveness.ALIVE and _pid_gone(staging.name):
             fresh(staging)
             removed.append(staging)
