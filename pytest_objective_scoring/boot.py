@@ -88,14 +88,39 @@ class Channel(object):
 
 
 if _FD is not None:
-    CHANNEL = Channel(os.fdopen(int(_FD), "a", encoding="utf-8"), _KEY)  # type: Optional[Channel]
+    CHANNEL = Channel(os.fdopen(int(_FD), "a", encoding="utf-8"), _KEY)  # type: Any  # a Channel, then Sealed
 elif _PATH:
     CHANNEL = Channel(open(_PATH, "a", encoding="utf-8"), _KEY)
 else:
     CHANNEL = None
 del _KEY
 
+RECORD_EVENT = "objective_scoring.record"
+
+
+class Sealed(object):
+    """What the recorders write through once the channel is sealed in the audit hook: the record's
+    file and key are held by the hook alone (which nothing in Python can list: reaching it takes the
+    garbage collector's walkers or reading memory, each a signal), and a line is written by raising
+    an audit event the hook answers. Code of the copy that raises it, or calls a recorder's hook
+    with made-up reports, is on the stack when the hook writes: a signal in a pytest run."""
+
+    def __init__(self, _audit=getattr(sys, "audit", None)):
+        # type: (Any) -> None
+        self._audit = _audit  # bound now: replacing sys.audit later changes nothing
+
+    def write(self, record):
+        # type: (Dict[str, Any]) -> None
+        self._audit(RECORD_EVENT, record)
+
+
 WALKERS = ("gc.get_objects", "gc.get_referrers", "gc.get_referents")
+# reading the process's memory another way than through objects: what a forger after the key needs
+MEMORY = ("ctypes.string_at", "ctypes.wstring_at", "ctypes.cdata", "ctypes.cdata/buffer")
+TRACERS = ("sys.settrace", "sys.setprofile", "sys.monitoring.register_callback")
+# file operations that change a path without opening it for writing: (event, how many path arguments)
+PATH_EVENTS = {"os.rename": 2, "os.link": 2, "os.symlink": 2, "os.chmod": 1, "os.chown": 1, "os.remove": 1,
+               "os.rmdir": 1, "os.truncate": 1, "os.utime": 1, "shutil.rmtree": 1}
 JUDGE = ("_pytest", "pytest", "pluggy", "unittest", "_objective_scoring_recorder", "_objective_scoring_boot")
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
@@ -105,13 +130,20 @@ class Watch(object):
     keyed by what it touched and which file and function of the copy did it (no line numbers, no
     addresses: the control run must be able to show the very same signal)."""
 
-    def __init__(self, channel, copy, guarded, _getframe=sys._getframe, _realpath=os.path.realpath):
-        # type: (Channel, Optional[str], List[str], Any, Any) -> None
-        self.channel, self.busy = channel, False
+    def __init__(self, channel, copy, guarded, checked=True, _getframe=sys._getframe, _realpath=os.path.realpath):
+        # type: (Optional[Channel], Optional[str], List[str], bool, Any, Any) -> None
+        self.channel, self.busy, self.checked = channel, False, checked
         self.seen = set()  # type: Set[Tuple[str, str, str]]
         self.places = {}  # type: Dict[str, Optional[str]]
         self.copy = _realpath(copy).rstrip(os.sep) + os.sep if copy else None
         self.guarded = set(_realpath(os.path.join(copy, g)) for g in guarded) if copy else set()
+        # the folders that hold them (a rename or a mode change of a folder reaches every file in it)
+        self.folders = set()  # type: Set[str]
+        for path in self.guarded:
+            folder = os.path.dirname(path)
+            while self.copy and (folder + os.sep).startswith(self.copy) and folder + os.sep != self.copy:
+                self.folders.add(folder)
+                folder = os.path.dirname(folder)
         self._getframe, self._realpath = _getframe, _realpath
 
     def place(self, filename):
@@ -124,6 +156,20 @@ class Watch(object):
         self.places[filename] = found
         return found
 
+    def protected(self, paths):
+        # type: (Tuple[Any, ...]) -> Optional[str]
+        """The copy-relative path of the first of ``paths`` that is a guarded file or a folder
+        holding one (renamed, linked, removed or given another mode), else None."""
+        if not self.guarded:
+            return None
+        for path in paths:
+            if not isinstance(path, (str, bytes)):
+                continue
+            real = self._realpath(os.fsdecode(path))
+            if real in self.guarded or real in self.folders:
+                return real[len(self.copy):] if self.copy and real.startswith(self.copy) else real
+        return None
+
     def culprit(self):
         # type: () -> Optional[str]
         """The innermost frame of the copy's code on the stack, as ``path:function``."""
@@ -135,10 +181,10 @@ class Watch(object):
             frame = frame.f_back
         return None
 
-    def signal(self, kind, target):
-        # type: (str, str) -> None
-        who = self.culprit()
-        if who is None:
+    def signal(self, kind, target, who=None):
+        # type: (str, str, Optional[str]) -> None
+        who = who or self.culprit()
+        if who is None or self.channel is None:
             return
         key = (kind, target, who)
         if key in self.seen or len(self.seen) > 2000:
@@ -146,8 +192,36 @@ class Watch(object):
         self.seen.add(key)
         self.channel.write({"type": "signal", "kind": kind, "detail": "%s by %s" % (target, who)})
 
+    def record(self, args):
+        # type: (Tuple[Any, ...]) -> None
+        """A recorder's line: written under the key, with a signal first when code of the copy is on
+        the stack (in a pytest run the recorder writes from pytest's own hook calls, never from the
+        copy's code; a repository that is itself the test runner shows the same in its control run).
+        The session line is the last: the file is closed after it."""
+        channel = self.channel
+        if channel is None or len(args) != 1 or not isinstance(args[0], dict):
+            return
+        if self.checked and self.copy is not None:
+            self.busy = True
+            try:
+                who = self.culprit()
+                if who is not None:
+                    self.signal("record_written_by_copy", "a line of the record", who)
+            finally:
+                self.busy = False
+        channel.write(args[0])
+        if args[0].get("type") == "session":
+            self.channel = None
+            try:
+                channel.handle.close()
+            except Exception:
+                pass
+
     def __call__(self, event, args):
         # type: (str, Tuple[Any, ...]) -> None
+        if event == RECORD_EVENT:
+            self.record(args)
+            return
         if self.busy or self.copy is None:
             return
         if event == "object.__setattr__":  # raised for a function's __code__ (not for class attributes:
@@ -162,6 +236,9 @@ class Watch(object):
                 return  # neither the judge's code nor the repository's own (a test, say)
             target = "%s.%s" % (module or "?", getattr(obj, "__qualname__", "?"))
             kind = "code_replaced"
+        elif event == "open" and isinstance(args[0], (str, bytes)) and os.fsdecode(args[0]).startswith("/proc/") and \
+                os.fsdecode(args[0]).endswith("/mem"):
+            target, kind = os.fsdecode(args[0]), "memory_read"  # the process's memory, read as a file
         elif event == "open":
             path, mode, flags = args
             if not isinstance(path, (str, bytes)) or not self.guarded:
@@ -176,6 +253,17 @@ class Watch(object):
             target, kind = real[len(self.copy):], "test_file_written"
         elif event in WALKERS:
             target, kind = event, "objects_walked"
+        elif event in MEMORY:
+            target, kind = event, "memory_read"
+        elif event in TRACERS:
+            # a trace or profile function sees (and may change) every frame, a test module's while it
+            # is being defined among them: the copy's code has no business setting one during a run
+            target, kind = event, "trace_set"
+        elif event in PATH_EVENTS:
+            changed = self.protected(args[:PATH_EVENTS[event]])
+            if changed is None:
+                return
+            target, kind = "%s %s" % (event, changed), "protected_path_changed"
         else:
             return
         self.busy = True
@@ -185,6 +273,54 @@ class Watch(object):
             pass
         finally:
             self.busy = False
+
+
+def _codes(code, names, defined):
+    # type: (Any, Dict[str, List[Any]], Set[str]) -> None
+    """Every code object in ``code`` (a module's) by name, and the qualified names of what it defines
+    (``Class.method``, ``function``; a function's own definitions under ``.<locals>.``)."""
+    stack = [(code, "")]
+    while stack:
+        current, prefix = stack.pop()
+        names.setdefault(current.co_name, []).append(current)
+        for inner in current.co_consts:
+            if hasattr(inner, "co_code"):
+                qualname = prefix + inner.co_name
+                defined.add(qualname)
+                stack.append((inner, qualname + (".<locals>." if inner.co_flags & 1 else ".")))  # CO_OPTIMIZED: a function
+
+
+def fingerprints(copy, guarded):
+    # type: (Optional[str], List[str]) -> Dict[str, Dict[str, Any]]
+    """The identity of every test function and class of the guarded Python files, fixed before any
+    code of the environment or the repository runs: each file's pristine bytes and their plain
+    compilation, ``{realpath: {"source", "names": {name: [code objects]}, "defined": {qualnames}}}``.
+    The recorder adds the compilation with pytest's assertion rewriting when it loads (before any
+    conftest) and compares the code of each item it runs with these (code objects compare by their
+    bytecode, constants, names and lines: a function of another file, or compiled from other
+    source under the test file's name, equals none of them)."""
+    found = {}  # type: Dict[str, Dict[str, Any]]
+    if not copy:
+        return found
+    for relative in guarded:
+        if not relative.endswith(".py"):
+            continue
+        path = os.path.join(copy, relative)
+        try:
+            with open(path, "rb") as handle:
+                source = handle.read()
+        except OSError:
+            continue
+        codes, defined = {}, set()  # type: Dict[str, List[Any]], Set[str]
+        try:
+            _codes(compile(source, path, "exec", dont_inherit=True), codes, defined)
+        except Exception:  # not Python this interpreter reads: pytest will say so
+            continue
+        found[os.path.realpath(path)] = {"source": source, "path": path, "names": codes, "defined": defined}
+    return found
+
+
+FINGERPRINTS = {}  # type: Optional[Dict[str, Dict[str, Any]]]  # taken once by the recorder
 
 
 PROGRAM_MODULE = "_objective_scoring_program"
@@ -268,10 +404,19 @@ def main():
     copy = os.environ.get(_PREFIX + "COPY")
     guarded = [g for g in os.environ.get(_PREFIX + "GUARDED", "").split(os.pathsep) if g]
     runner = os.environ.pop(_PREFIX + "RUNNER", "pytest")
+    global CHANNEL
     if CHANNEL is not None and hasattr(sys, "addaudithook"):
-        sys.addaudithook(Watch(CHANNEL, copy, guarded))
+        # the channel is sealed in the audit hook: from now on no name of this module (or of any
+        # other) refers to it, and the recorders write through audit events. A program runner's
+        # records are written from inside the repository's own runner (its frames are on the stack
+        # by design): there the console is the cross-check, not the stack.
+        sys.addaudithook(Watch(CHANNEL, copy, guarded, checked=runner == "pytest"))
+        CHANNEL = Sealed()
     tools = os.path.dirname(os.path.abspath(__file__))
     recorder = _program_recorder(tools, runner) if runner != "pytest" and CHANNEL is not None else None
+    if runner == "pytest" and CHANNEL is not None:  # before site: the pristine files, compiled by nothing else
+        global FINGERPRINTS
+        FINGERPRINTS = fingerprints(copy, guarded)
     if not sys.__dict__.pop("_objective_scoring_warm", False):  # a warm test process (warm_server.py) ran it once
         import site
 

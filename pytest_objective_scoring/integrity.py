@@ -47,6 +47,12 @@ INVALID_FLAGS: Final = {
     "test_loaded_by_copy": "tampered_outcome",
     "import_hook": "tampered_outcome",
     "record_malformed": "tampered_outcome",
+    "test_code_replaced": "tampered_outcome",
+    "hook_registered": "tampered_outcome",
+    "trace_set": "tampered_outcome",
+    "protected_path_changed": "protected_file_modified",
+    "record_written_by_copy": "tampered_outcome",
+    "memory_read": "judge_inspected",
 }
 DAY: Final = 86400
 

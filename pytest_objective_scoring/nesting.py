@@ -30,8 +30,11 @@ def too_deep(what: str = "arrays and objects") -> str:
 class TooDeep(json.JSONDecodeError):
     """A JSON document nested more than :data:`LIMIT` levels deep."""
 
-    def __init__(self, doc: str, pos: int) -> None:
+    def __init__(self, doc: str, pos: int = 0) -> None:
         super().__init__(too_deep(), doc, pos)
+
+    def __reduce__(self) -> tuple[type, tuple[str, int]]:
+        return type(self), (self.doc, self.pos)
 
 
 def depth(value: Any) -> int:

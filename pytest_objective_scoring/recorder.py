@@ -15,6 +15,11 @@ A *fact* is a JSON-native dict describing one phase report::
 Loaded with ``-p _objective_scoring_recorder`` and ``OBJECTIVE_SCORING_RECORD``
 set to a file path, it appends one JSON line per report (flushed, so a killed
 run keeps what it saw) and a final ``session`` line.
+
+Why over 800 lines: it is copied as one file into the environment under test, where nothing of
+this package is importable, and everything the test process checks of its own judge lives here
+(outcomes, test identity against the boot's fingerprints, run-time hooks and finders, patched
+internals): splitting it would stage several files whose import order the copy's code could race.
 """
 
 import os
@@ -45,7 +50,7 @@ import hashlib  # noqa: E402 (after the key is taken)
 import hmac  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
-from typing import Any, Dict, Generator, List, Optional  # noqa: E402  # type comments: this file must parse on Python 3.7
+from typing import Any, Dict, Generator, List, Optional, Tuple  # noqa: E402  # type comments: this file must parse on Python 3.7
 
 import pytest
 
@@ -202,6 +207,8 @@ def flag_report(report, call, item=None, root=None, objects=None, runtests=None)
             flags["runtest_replaced"] = True  # set on the item itself by code of the copy, whenever
         elif then is not None and now[1] is not then[1] and now[1] is not None and _suspect(now[1], root):
             flags["runtest_replaced"] = True  # the class's runtest changed after collection
+        for kind, _ in identity_problems(item, _PRINTS, root) if _PRINTS else ():
+            flags[kind] = True  # the item runs other code than its pristine file defines
         if objects is not None and item.nodeid in objects:
             obj = getattr(item, "obj", None)
             # compare functions, not bound methods: pytest binds a fresh instance for each test
@@ -372,6 +379,171 @@ def patched_internals(root):
     return patched[:50]
 
 
+_IMPORT_HOOKS_BEFORE = [id(h) for h in list(sys.meta_path) + list(sys.path_hooks)]  # taken before any conftest
+
+
+def _relative(path, root):
+    # type: (Optional[str], Optional[str]) -> str
+    if not path or path == UNKNOWN or not root:
+        return path or UNKNOWN
+    return os.path.relpath(os.path.realpath(path), root).replace(os.sep, "/")
+
+
+def _qualname(item):
+    # type: (Any) -> str
+    """Where the test file defines the item's function, by the collection's own names (the class
+    node's name is the module attribute pytest found, whatever object stands there now)."""
+    names = [getattr(item, "originalname", None) or item.name.split("[", 1)[0]]
+    node = getattr(item, "parent", None)
+    while node is not None and type(node).__name__ in ("Class", "Instance"):
+        if type(node).__name__ == "Class":
+            names.insert(0, node.name)
+        node = getattr(node, "parent", None)
+    return ".".join(names)
+
+
+def _unwrapped(obj):
+    # type: (Any) -> List[Any]
+    """The function an item runs, then what its decorators wrapped (``__wrapped__``), in order."""
+    found = []  # type: List[Any]
+    func = _function(obj)
+    for _ in range(20):
+        if func is None or any(func is f for f in found):
+            break
+        found.append(func)
+        try:
+            func = _function(getattr(func, "__wrapped__", None))
+        except Exception:
+            break
+    return found
+
+
+def identity_problems(item, prints, root):
+    # type: (Any, Dict[str, Any], Optional[str]) -> List[Tuple[str, str]]
+    """Why the item does not run the test its pristine file defines, as ``(kind, reason)`` (none when
+    it does, or when the file was not fingerprinted). The code run must equal a code object the
+    boot compiled from the pristine file under the same name; a test the file defines itself (its
+    class and function names) must run code of that file; its module must be loaded by Python's or
+    pytest's own loader, from that file."""
+    path = getattr(item, "path", None) or getattr(item, "fspath", None)
+    real = os.path.realpath(str(path)) if path is not None else ""
+    mine = prints.get(real) if real else None
+    if mine is None:
+        return []
+    names, defined = mine["names"], mine["defined"]
+    problems = []  # type: List[Tuple[str, str]]
+    try:
+        module = item.module
+        loader = getattr(module, "__loader__", None)
+        origin = getattr(getattr(module, "__spec__", None), "origin", None)
+    except Exception:
+        loader = origin = None
+    if loader is not None:
+        method = getattr(type(loader), "exec_module", None) or getattr(type(loader), "load_module", None)
+        if method is not None and _suspect(method, root):
+            problems.append(("test_loaded_by_copy", "its module was loaded by %s (%s)" % (
+                type(loader).__name__, _relative(_origin(method), root))))
+    if origin and os.path.realpath(origin) != real:
+        problems.append(("test_loaded_by_copy", "its module says it comes from %s" % _relative(origin, root)))
+    try:
+        functions = _unwrapped(item.obj)
+    except Exception:
+        return problems
+    qualname = _qualname(item)
+    for func in functions:
+        code = getattr(func, "__code__", None)
+        if code is None or os.path.realpath(code.co_filename) != real:
+            continue
+        if not any(code == pristine for pristine in names.get(code.co_name, ())):
+            problems.append(("test_code_replaced", "its code differs from the pristine file's %s" % code.co_name))
+        return problems
+    if qualname in defined:
+        origin_of = _origin(functions[0]) if functions else None
+        problems.append(("test_code_replaced", "runs %s of %s, not the %s the test file defines" % (
+            getattr(functions[0], "__name__", "?") if functions else "?", _relative(origin_of, root), qualname)))
+    return problems
+
+
+def _hook_origin(obj):
+    # type: (Any) -> Optional[str]
+    if callable(obj) and getattr(obj, "__globals__", None) is not None or hasattr(obj, "__func__"):
+        return _origin(obj)
+    kind = type(obj)
+    for attr in ("find_spec", "find_module", "exec_module", "__call__"):
+        method = kind.__dict__.get(attr) if isinstance(kind.__dict__, dict) else None
+        if method is None:
+            for base in kind.__mro__:
+                method = base.__dict__.get(attr)
+                if method is not None:
+                    break
+        if method is not None and getattr(_function(method), "__globals__", None) is not None:
+            return _origin(method)
+    return _origin(obj)
+
+
+def import_hooks(root):
+    # type: (Optional[str]) -> List[str]
+    """Finders and path hooks added since the recorder loaded by code of the copy (or of unknown
+    origin): what serves a test module from anywhere but its file."""
+    found = []
+    for where, hooks in (("sys.meta_path", sys.meta_path), ("sys.path_hooks", sys.path_hooks)):
+        for hook in list(hooks):
+            if id(hook) in _IMPORT_HOOKS_BEFORE:
+                continue
+            origin = _hook_origin(hook)
+            if origin == UNKNOWN or _inside(origin, root):
+                found.append("%s: %s from %s" % (where, getattr(hook, "__qualname__", type(hook).__qualname__),
+                                                 _relative(origin, root)))
+    return sorted(set(found))
+
+
+def _declared(pluginmanager):
+    # type: (Any) -> Any
+    """Plugin names the run declares: ``-p``, ``PYTEST_PLUGINS`` and the conftest files' ``pytest_plugins``."""
+    names = set(n for n in os.environ.get("PYTEST_PLUGINS", "").split(",") if n)
+    for conftest in list(getattr(pluginmanager, "_conftest_plugins", ()) or ()):
+        value = getattr(conftest, "pytest_plugins", ())
+        names.update([value] if isinstance(value, str) else [v for v in value if isinstance(v, str)])
+    return names
+
+
+def registered_hooks(pluginmanager, root):
+    # type: (Any, Optional[str]) -> List[str]
+    """Plugins whose hook implementations are code of the copy and that pytest did not load as the
+    run declares them (conftest files, ``-p``, ``pytest_plugins``, installed entry points): a hook
+    registered at run time by the repository's own modules. Named by class or module and file, so
+    that the control run shows the very same ones (a repository that is a pytest plugin)."""
+    if not root:
+        return []
+    conftests = set(id(m) for m in list(getattr(pluginmanager, "_conftest_plugins", ()) or ()))
+    try:
+        entry_points = set(id(p) for p, _ in pluginmanager.list_plugin_distinfo())
+    except Exception:
+        entry_points = set()
+    declared = _declared(pluginmanager)
+    found = set()
+    hooks = pluginmanager.hook
+    for hookname in list(vars(hooks)):
+        caller = getattr(hooks, hookname, None)
+        getter = getattr(caller, "get_hookimpls", None)
+        if getter is None:
+            continue
+        for impl in getter():
+            plugin = impl.plugin
+            if id(plugin) in conftests or id(plugin) in entry_points:
+                continue
+            is_module = type(plugin).__name__ == "module"
+            name = pluginmanager.get_name(plugin) if hasattr(pluginmanager, "get_name") else None
+            if is_module and name in declared:
+                continue
+            origin = _origin(impl.function)
+            if origin != UNKNOWN and not _inside(origin, root):
+                continue
+            what = plugin.__name__ if is_module else type(plugin).__qualname__
+            found.add("%s %s from %s" % ("module" if is_module else "plugin", what, _relative(origin, root)))
+    return sorted(found)
+
+
 def _prepend_import_roots():
     # type: () -> None
     roots = [r for r in os.environ.get(ENV_IMPORT_ROOTS, "").split(os.pathsep) if r]
@@ -423,6 +595,10 @@ class _Channel(object):
         self.seq += 1
         self.handle.flush()
 
+    def close(self):
+        # type: () -> None
+        self.handle.close()
+
 
 def shadowed_modules(before, root):
     # type: (Any, Optional[str]) -> List[str]
@@ -452,12 +628,45 @@ def _take_channel(key):
 
 _CHANNEL = _take_channel(_KEY_TAKEN)
 del _KEY_TAKEN
+_PRINTS = {}  # type: Dict[str, Any]  # the boot's fingerprints of the guarded test files (identity.md)
 if _CHANNEL is None:  # started by the runner's boot module, which took the key before anything ran
     _BOOT = sys.modules.get("_objective_scoring_boot")
     if _BOOT is not None and getattr(_BOOT, "CHANNEL", None) is not None:
         _CHANNEL = getattr(_BOOT, "CHANNEL")
         setattr(_BOOT, "CHANNEL", None)  # taken once: the boot module no longer holds it
+        _PRINTS = getattr(_BOOT, "FINGERPRINTS", None) or {}
+        setattr(_BOOT, "FINGERPRINTS", None)
     del _BOOT
+
+
+def _rewritten(prints, root):
+    # type: (Dict[str, Any], Optional[str]) -> None
+    """Add to the boot's fingerprints each file compiled as pytest's assertion rewriter compiles a
+    test module: now, when pytest has loaded the recorder and before any conftest runs. Not when
+    pytest is the repository under test (its rewriter is then the candidate's code): its tests'
+    asserts are then compared by the plain compilation only, and the control run tells the rest."""
+    rewrite_module = sys.modules.get("_pytest.assertion.rewrite")
+    rewrite = getattr(rewrite_module, "rewrite_asserts", None)
+    if rewrite is None or _inside(getattr(rewrite_module, "__file__", None), root):
+        return
+    import ast
+
+    collect = getattr(sys.modules.get("_objective_scoring_boot"), "_codes", None)
+    for mine in prints.values():
+        try:
+            tree = ast.parse(mine["source"], filename=mine["path"])
+            try:
+                rewrite(tree, mine["source"], mine["path"], None)
+            except TypeError:  # pytest before 5: rewrite_asserts(mod, module_path, config)
+                rewrite(tree, mine["path"], None)
+            if collect is not None:
+                collect(compile(tree, mine["path"], "exec", dont_inherit=True), mine["names"], mine["defined"])
+        except Exception:
+            continue
+
+
+if _PRINTS:
+    _rewritten(_PRINTS, _copy_root())
 
 
 class FileRecorder:
@@ -466,16 +675,13 @@ class FileRecorder:
     def __init__(self, config, channel):
         # type: (Any, _Channel) -> None
         self.config = config
-        self.channel = channel
-        self.handle = channel.handle
-        self.sign = channel.sign
+        self.channel = channel  # the boot's sealed channel (an audit event), or this module's own
+        self.sent = set()  # type: Any
+        self.shape = None  # type: Any
 
     def _write(self, record):
         # type: (Dict[str, Any]) -> None
-        channel = self.channel
-        channel.handle.write(self.sign(channel.seq, record) + "\n")
-        channel.seq += 1
-        channel.handle.flush()
+        self.channel.write(record)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report, _fact=fact_from_report):
@@ -495,10 +701,59 @@ class FileRecorder:
     def pytest_collection_finish(self, session):
         # type: (Any) -> None
         self._write({"type": "collected", "count": len(session.items)})
+        root = _copy_root()
+        if _PRINTS:
+            for item in session.items:
+                try:
+                    problems = identity_problems(item, _PRINTS, root)
+                except Exception:
+                    problems = []
+                for kind, reason in problems:
+                    self._signal(kind, "%s: %s" % (item.nodeid, reason))
+        self._judge_changed()
+
+    def _signal(self, kind, detail):
+        # type: (str, str) -> None
+        if (kind, detail) not in self.sent and len(self.sent) < 2000:
+            self.sent.add((kind, detail))
+            self._write({"type": "signal", "kind": kind, "detail": detail})
+
+    def _judge_changed(self):
+        # type: () -> None
+        """Finders, path hooks and hook implementations the copy's code added since start-up: checked
+        at collection, before each test (only when something changed) and at the end."""
+        pluginmanager = self.config.pluginmanager
+        try:
+            count = sum(len(getattr(c, "get_hookimpls", lambda: ())()) for c in list(vars(pluginmanager.hook).values()))
+        except Exception:
+            count = -1
+        shape = (tuple(id(h) for h in sys.meta_path), tuple(id(h) for h in sys.path_hooks), count)
+        if shape == self.shape:
+            return
+        self.shape = shape
+        root = _copy_root()
+        try:
+            for detail in import_hooks(root):
+                self._signal("import_hook", detail)
+            for detail in registered_hooks(pluginmanager, root):
+                self._signal("hook_registered", detail)
+        except Exception:
+            pass
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item):
+        # type: (Any) -> None
+        self._judge_changed()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_call(self, item):
+        # type: (Any) -> None
+        self._judge_changed()
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus):
         # type: (Any, Any) -> None
+        self._judge_changed()
         names = [n for n in os.environ.get(ENV_PACKAGES, "").split(os.pathsep) if n]
         self._write(
             {
@@ -518,7 +773,9 @@ class FileRecorder:
                 "distributions": installed_distributions(),
             }
         )
-        self.handle.close()
+        close = getattr(self.channel, "close", None)  # the sealed channel closes itself after the session
+        if close is not None:
+            close()
 
 
 def installed_distributions():

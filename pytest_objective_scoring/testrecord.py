@@ -42,8 +42,8 @@ __all__ = [
 
 OUTPUT_TAIL: Final = 4000
 RECORD_LIMIT: Final = 256 * 1024 * 1024
-AUDIT_KINDS: Final = {"code_replaced": "code_replaced",
-                      "test_file_written": "protected_file_modified", "objects_walked": "objects_walked"}
+AUDIT_KINDS: Final = {"code_replaced": "code_replaced", "test_file_written": "protected_file_modified",
+                      "protected_path_changed": "protected_file_modified", "objects_walked": "objects_walked"}
 
 
 @dataclass

@@ -593,10 +593,10 @@ def total(path):
 
 @pytest.mark.slow
 def test_an_interpreter_without_pytest_is_the_machines_failure_shown_by_the_control_run_too(tmp_path: Path) -> None:
-    python = tmp_path / "bin" / "python"  # this interpreter without its site-packages: no pytest
-    python.parent.mkdir()
-    python.write_text(f"#!/bin/sh\nexec {sys.executable} -I -S \"$@\"\n")
-    python.chmod(0o755)
+    # a virtualenv of this interpreter without its packages: no pytest (an interpreter started with
+    # -S would not do: the boot module runs site itself, as the interpreter would without -I -S)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
+    python = tmp_path / "venv" / "bin" / "python"
     workdir = shutil.copytree(CSV / "environment", tmp_path / "wd", ignore=shutil.ignore_patterns("Dockerfile"))
     result = run_task(load_task(CSV), RunOptions(workdir=workdir, python=str(python), ledger=None, out=tmp_path / "out"))
     verification = result.verification

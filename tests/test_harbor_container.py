@@ -62,7 +62,8 @@ HARBOR = FIXTURES / "harbor"
 REAL = HARBOR / "real"
 FAKE = HARBOR / "fake_engine.py"
 BASE = "localhost/objective-base:bookworm"
-RECORDER_RUN = ["-m", "pytest", "-p", "_objective_scoring_recorder", "-p", "no:cacheprovider"]
+BOOT = "/objective-scoring/tools/_objective_scoring_boot.py"  # pytest starts through the boot module, isolated
+RECORDER_RUN = ["-I", "-S", "-B", BOOT, "-p", "_objective_scoring_recorder", "-p", "no:cacheprovider"]
 BASE_IMAGE = f"FROM {BASE}\nWORKDIR /app\n"
 
 
@@ -694,13 +695,13 @@ def test_the_fixture_tasks_run_in_the_engine(tmp_path: Path, fixture: str) -> No
     assert solve < tests_in and calls[solve][:3] == ["exec", "--workdir", "/app"]
     for name in (initial_name, oracle_name):
         script = position(calls, lambda c: c[0] == "exec" and name in c and c[-1] == "/tests/test.sh")
-        [verifier] = [c for c in calls if c[0] == "exec" and name in c and "pytest" in c]
+        [verifier] = [c for c in calls if c[0] == "exec" and name in c and BOOT in c]
         assert script < calls.index(verifier)  # the task's script first, this project's verifier after it
         # -i: the record's key goes to the recorder on standard input, never in the environment or the env file
         assert verifier[:5] == ["exec", "-i", "--workdir", "/app", "--env-file"] and "--env" not in verifier
         tail = verifier[verifier.index(name) + 1 :]
         assert tail[:5] == ["sh", "-c", tail[2], "sh", "/usr/bin/python3"]
-        assert tail[5:11] == RECORDER_RUN and tail[-3:] == ["--rootdir", "/tests", "/tests/test_outputs.py"]
+        assert tail[5:13] == RECORDER_RUN and tail[-3:] == ["--rootdir", "/tests", "/tests/test_outputs.py"]
     # the ledger: one entry, kind harbor, in the task's metric space, with the engine's image
     assert result.ledger is not None and result.ledger["seq"] == 1 and verify(ledger).ok
     with Ledger(ledger) as opened:
@@ -767,7 +768,7 @@ def test_each_phase_gets_the_task_network(tmp_path: Path, toml: str, initial_net
     oracle_name = created(result)[1]
     calls = [c[1:] for c in (result.container or {})["commands"]]
     solve = position(calls, lambda c: c[-1] == "/solution/solve.sh")
-    verifier = position(calls, lambda c: c[0] == "exec" and oracle_name in c and "pytest" in c)
+    verifier = position(calls, lambda c: c[0] == "exec" and oracle_name in c and BOOT in c)
     switches = [(i, c) for i, c in enumerate(calls) if c[0] == "network"]
     if switch is None:
         assert switches == []
@@ -1095,7 +1096,7 @@ def test_a_working_directory_that_cannot_be_emptied_is_a_setup_failure(tmp_path:
                              f"copied in ({why})"), reason  # fmt: skip
     [name] = engine.created()
     assert not [c for c in engine.calls() if c[0] == "cp" and c[-1] == f"{name}:/app"]  # nothing copied over it
-    assert not [c for c in engine.calls() if c[0] == "exec" and "pytest" in c]  # and nothing verified
+    assert not [c for c in engine.calls() if c[0] == "exec" and BOOT in c]  # and nothing verified
     assert not (workdir / "logs" / "verifier" / "reward.txt").exists()
     assert_every_container_removed(engine)
 
@@ -1133,7 +1134,7 @@ def test_a_run_whose_output_the_engine_lost_is_asked_again_why_it_wrote_no_recor
                                                                                   engine: FakeEngine) -> None:  # fmt: skip
     # The solution takes pytest away from the image's Python; the engine loses the output of the run that
     # then fails at once (`exec -i`; podman did, once in seven suites). The container is asked again.
-    breaker = """sed -i 's/"[$]@"/-I -S "$@"/' /usr/local/bin/python3\necho ok > done.txt\n"""
+    breaker = "cp /usr/local/bin/python3-without-pytest /usr/local/bin/python3\necho ok > done.txt\n"
     task = make_task(tmp_path / "t", "", {**FAKE_TRIVIAL, "solution/solve.sh": breaker})
     engine.fail(**{"exec-i-silent": -1})
     result = run_task(load_task(task), RunOptions(solution=True, ledger=None, out=tmp_path / "out"), engine=engine.status)

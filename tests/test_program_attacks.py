@@ -46,7 +46,6 @@ def flags(result: Any) -> set[str]:
         # disagrees with the console, which the forger did not rewrite
         ("recipes", "closure_channel", "console_disagrees"),
         ("units", "frames_forge_exit", "console_disagrees"),
-        ("units", "key_theft_raw_lines", "console_disagrees"),
         # a signed session whose values are not what the recorder writes: never the grader's crash
         ("recipes", "session_runs_not_a_number", "test_runs"),
     ],
@@ -57,6 +56,17 @@ def test_a_red_team_candidate_is_not_resolved_and_flagged(project: str, name: st
     assert result.envelope["score"]["resolved"] == "not_resolved"
     assert flag in flags(result), (flags(result), result.envelope.get("candidate_no_verdict_reason"))
     assert result.envelope["runner"]["control_run"]["kind"] == "gold"  # the control run shows none of it
+
+
+def test_the_key_is_out_of_reach_of_closures() -> None:
+    """The red team's key theft of 2026-12-02 read the key out of the channel's signing closure and
+    wrote raw signed lines. Since the channel is sealed in the boot's audit hook (issue 27) the
+    program recorder holds a writer without key, file or sequence: the theft finds nothing to read
+    (the package it lives in fails to import) and the candidate is graded on what really ran."""
+    result = grade("units", attack("units", "key_theft_raw_lines"))
+    assert result.exit_code == 1, result.envelope.get("no_verdict_reason")
+    assert result.envelope["score"]["resolved"] == "not_resolved"
+    assert "has no attribute 'sign'" in result.envelope["runner"]["run"]["output_tail"]
 
 
 @pytest.mark.parametrize("compat", ["strict", "swebench"])

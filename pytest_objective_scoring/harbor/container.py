@@ -702,7 +702,7 @@ class TaskContainer:
                     removed: list[str], area: Path, timeout: float, timeout_source: str,
                     fields: dict[str, Any]) -> Verification:  # fmt: skip
         """This project's verifier in the container: the recorder (read-only mount) in the image's pytest."""
-        from ..testrun import RECORDER_MODULE, record_key
+        from ..testrun import BOOT_MODULE, RECORDER_MODULE, record_key
         from ..workspace import import_roots
 
         spec = self.spec
@@ -726,8 +726,10 @@ class TaskContainer:
             **self.task_env["verifier"],
         }
         files = [posixpath.join(C_TESTS, p.relative_to(spec.tests_dir).as_posix()) for p in spec.test_files]
-        pytest = [python, "-m", "pytest", "-p", RECORDER_MODULE, "-p", "no:cacheprovider", "-q", "-rfE", "--maxfail=0",
-                  "--continue-on-collection-errors", "--rootdir", C_TESTS, *files]  # fmt: skip
+        env["OBJECTIVE_SCORING_GUARDED"] = ":".join(f for f in files if ":" not in f)
+        # through the boot module, isolated, as on this machine (host.verify_state)
+        pytest = [python, "-I", "-S", "-B", f"{C_TOOLS}/{BOOT_MODULE}.py", "-p", RECORDER_MODULE, "-p", "no:cacheprovider",
+                  "-q", "-rfE", "--maxfail=0", "--continue-on-collection-errors", "--rootdir", C_TESTS, *files]  # fmt: skip
         log = area / "test.log"
         with self._env_file(env) as env_flags:
             args = ["exec", "-i", "--workdir", workdir, *self._user_flags("verifier"), *env_flags, name, "sh", "-c",
@@ -736,7 +738,9 @@ class TaskContainer:
         record = area / "record.jsonl"
         if not timed_out:
             self._call("cp", f"{name}:{C_RUN}/record.jsonl", str(record), check=False)
-            if not record.is_file() and not pytest_missing(_tail(log)):
+            # the boot module opens the record as it starts: a run that never reached pytest leaves it empty
+            wrote_nothing = not record.is_file() or record.stat().st_size == 0
+            if wrote_nothing and not pytest_missing(_tail(log)):
                 self._ask_pytest_again(name, python, log)
         run = {"command": [self.name, *args], "exit_code": code, "timed_out": timed_out, "wall_time": round(wall, 3),
                "cpu": None, "output_tail": _tail(log)}  # fmt: skip

@@ -75,6 +75,7 @@ def verify_state(spec: TaskSpec, state: Path | None, *, python: str, timeout: fl
     task's ``[verifier] env``, resolved (default: resolved here).
     """
     from ..testrun import (
+        BOOT_MODULE,
         RECORDER_MODULE,
         isolation_prefix,
         record_key,
@@ -111,10 +112,16 @@ def verify_state(spec: TaskSpec, state: Path | None, *, python: str, timeout: fl
         **verifier_env,
     })  # fmt: skip
     files = [str(tests / p.relative_to(spec.tests_dir)) for p in spec.test_files]
-    # -p no:objective_scoring: this package's own plugin, installed in the grader's environment, is
-    # neither needed nor importable in the sandbox (its sources are out of sight)
-    command = [python, "-m", "pytest", "-p", RECORDER_MODULE, "-p", "no:cacheprovider", "-p", "no:objective_scoring",
-               "-q", "-rfE", "--maxfail=0", "--continue-on-collection-errors", "--rootdir", str(tests), *files]  # fmt: skip
+    environment["OBJECTIVE_SCORING_GUARDED"] = os.pathsep.join(f for f in files if os.pathsep not in f)
+    # Through the boot module, isolated (-I -S -B), as the runner starts a test process: the key and
+    # the record's descriptor taken and the audit hook installed before anything else runs, the
+    # modules signing needs imported from the interpreter's own standard library before site and
+    # before the state is on the path, the task's test files fingerprinted. -p no:objective_scoring:
+    # this package's own plugin, installed in the grader's environment, is neither needed nor
+    # importable in the sandbox (its sources are out of sight).
+    command = [python, "-I", "-S", "-B", str(tools / f"{BOOT_MODULE}.py"), "-p", RECORDER_MODULE, "-p", "no:cacheprovider",
+               "-p", "no:objective_scoring", "-q", "-rfE", "--maxfail=0", "--continue-on-collection-errors",
+               "--rootdir", str(tests), *files]  # fmt: skip
     log = area / "pytest.log"
     launch, isolation, (reader, status) = _confined_verification(command, area, copy, tests, tools, python,
                                                                   [original, state])  # fmt: skip

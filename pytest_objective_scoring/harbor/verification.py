@@ -93,18 +93,40 @@ def state_digest(root: Path) -> str:
     return "sha256:" + digest.hexdigest()
 
 
+def shadows(name: str) -> bool:
+    """Whether a top-level entry of an import root named ``name`` would load in place of a module of
+    the verifier: pytest, its dependencies, the recorder, or the standard library (of this Python
+    and of every other version the tests may run under, :data:`.protect.STDLIB_MODULES`)."""
+    from ..protect import MODULE_SUFFIXES, _guarded_module
+
+    if name in SHADOWING:
+        return True
+    module, dot, suffix = name.partition(".")
+    if dot and not any(name.endswith(s) for s in MODULE_SUFFIXES):
+        return False
+    return _guarded_module(module) is not None
+
+
 def remove_shadowing(copy: Path) -> list[str]:
-    """Remove files of the copy that would load in place of Python's or pytest's own modules."""
+    """Remove files of the copy that would load in place of Python's or pytest's own modules: a
+    module or a package (a folder with an ``__init__.py``; one without never shadows) at the top of
+    any of its import roots named like the standard library's, pytest's or its dependencies'."""
     from ..workspace import import_roots
 
     removed = []
     roots, _ = import_roots(copy)
     for root in dict.fromkeys([copy, *map(Path, roots)]):
-        for name in sorted(SHADOWING):
+        try:
+            names = sorted(os.listdir(root))
+        except OSError:
+            continue
+        for name in names:
             target = root / name
+            if not shadows(name):
+                continue
             if target.is_symlink() or target.is_file():
                 target.unlink()
-            elif target.is_dir() and (target / "__init__.py").exists():  # a folder without one never shadows
+            elif target.is_dir() and (target / "__init__.py").exists():
                 shutil.rmtree(target)
             else:
                 continue
@@ -141,14 +163,14 @@ def _stage_tests(spec: TaskSpec, area: Path) -> Path:
 
 
 def _stage_tools(where: Path) -> Path:
-    """A fresh folder holding the recorder, the one module of this project the test process loads.
-    On this machine every verification stages its own, after the solution ran: a solution that
-    wrote outside its state cannot have replaced it."""
-    from ..testrun import RECORDER_MODULE
+    """A fresh folder holding the boot module and the recorder, the only code of this project the
+    test process runs. On this machine every verification stages its own, after the solution ran: a
+    solution that wrote outside its state cannot have replaced them."""
+    from ..testrun import stage_tools
 
     tools = where / "tools"
     tools.mkdir()
-    shutil.copyfile(Path(__file__).parent.with_name("recorder.py"), tools / f"{RECORDER_MODULE}.py")
+    stage_tools(tools)
     return tools
 
 
