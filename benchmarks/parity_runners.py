@@ -33,6 +33,7 @@ table says. Not part of CI.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shlex
@@ -313,7 +314,10 @@ def swebench_on_ours(swe_python: Path, row: dict[str, Any], console: str, logs: 
 def image_for(inst: dict[str, Any], row: dict[str, Any], tree: Path, python: Path, commit: str) -> str:
     """A SWE-bench-style image from the local base image: the tree at /testbed (git, at the base), the
     instance's interpreter and virtualenv at the paths they have here."""
-    tag = f"localhost/objective-parity:{row['instance_id'].lower()}-{commit[:10]}"
+    # the interpreter's path is part of the tag: an image of the same tree with another virtualenv
+    # (an earlier cache) holds its interpreter elsewhere and must not be reused
+    where = hashlib.sha256(str(python).encode()).hexdigest()[:8]
+    tag = f"localhost/objective-parity:{row['instance_id'].lower()}-{commit[:10]}-{where}"
     if base.run(["podman", "image", "exists", tag], check=False).returncode == 0:
         return tag
     venv = python.parent.parent

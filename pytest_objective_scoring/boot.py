@@ -170,14 +170,23 @@ class Watch(object):
                 return real[len(self.copy):] if self.copy and real.startswith(self.copy) else real
         return None
 
-    def culprit(self):
-        # type: () -> Optional[str]
-        """The innermost frame of the copy's code on the stack, as ``path:function``."""
+    def culprit(self, judge_too=True):
+        # type: (bool) -> Optional[str]
+        """The innermost frame of the copy's code on the stack, as ``path:function``. With
+        ``judge_too`` false, frames of the judge's own modules (pytest's, pluggy's: the very modules
+        running, by their globals) do not count: they are the copy's only where the repository is
+        pytest itself, whose code decides by design."""
         frame = self._getframe(2)
+        modules = sys.modules
         while frame is not None:
             where = self.place(frame.f_code.co_filename)
             if where is not None:
-                return "%s:%s" % (where, frame.f_code.co_name)
+                name = frame.f_globals.get("__name__")
+                module = modules.get(name) if isinstance(name, str) else None
+                judge = isinstance(name, str) and name.split(".", 1)[0] in JUDGE and \
+                    getattr(module, "__dict__", None) is frame.f_globals
+                if judge_too or not judge:
+                    return "%s:%s" % (where, frame.f_code.co_name)
             frame = frame.f_back
         return None
 
@@ -204,7 +213,7 @@ class Watch(object):
         if self.checked and self.copy is not None:
             self.busy = True
             try:
-                who = self.culprit()
+                who = self.culprit(judge_too=False)
                 if who is not None:
                     self.signal("record_written_by_copy", "a line of the record", who)
             finally:
@@ -255,6 +264,14 @@ class Watch(object):
             target, kind = event, "objects_walked"
         elif event in MEMORY:
             target, kind = event, "memory_read"
+        elif event == "compile" and len(args) == 2 and isinstance(args[1], str) and not args[1].startswith("<"):
+            # code compiled under the name of a file outside the copy: frames of such code would not
+            # show as the copy's (the stack is how a forged record line is told apart)
+            if self.place(args[1]) is not None or not os.path.isabs(args[1]):
+                return
+            target, kind = "compile as %s" % args[1], "code_disguised"
+        elif event == "code.__new__":
+            target, kind = "code.__new__ (types.CodeType, code.replace)", "code_disguised"
         elif event in TRACERS:
             # a trace or profile function sees (and may change) every frame, a test module's while it
             # is being defined among them: the copy's code has no business setting one during a run

@@ -53,6 +53,7 @@ INVALID_FLAGS: Final = {
     "protected_path_changed": "protected_file_modified",
     "record_written_by_copy": "tampered_outcome",
     "memory_read": "judge_inspected",
+    "code_disguised": "tampered_outcome",
 }
 DAY: Final = 86400
 

@@ -438,7 +438,8 @@ def identity_problems(item, prints, root):
         origin = getattr(getattr(module, "__spec__", None), "origin", None)
     except Exception:
         loader = origin = None
-    if loader is not None:
+    running = getattr(sys.modules.get("_pytest.assertion.rewrite"), "AssertionRewritingHook", None)
+    if loader is not None and (running is None or type(loader) is not running):  # the running pytest's own
         method = getattr(type(loader), "exec_module", None) or getattr(type(loader), "load_module", None)
         if method is not None and _suspect(method, root):
             problems.append(("test_loaded_by_copy", "its module was loaded by %s (%s)" % (
@@ -642,12 +643,12 @@ if _CHANNEL is None:  # started by the runner's boot module, which took the key 
 def _rewritten(prints, root):
     # type: (Dict[str, Any], Optional[str]) -> None
     """Add to the boot's fingerprints each file compiled as pytest's assertion rewriter compiles a
-    test module: now, when pytest has loaded the recorder and before any conftest runs. Not when
-    pytest is the repository under test (its rewriter is then the candidate's code): its tests'
-    asserts are then compared by the plain compilation only, and the control run tells the rest."""
+    test module: now, when pytest has loaded the recorder and before any conftest runs, with the
+    rewriter of the pytest that runs (in pytest's own repository the copy's: its changes to the
+    rewriter decide what the tests assert, by design, as in SWE-bench's harness)."""
     rewrite_module = sys.modules.get("_pytest.assertion.rewrite")
     rewrite = getattr(rewrite_module, "rewrite_asserts", None)
-    if rewrite is None or _inside(getattr(rewrite_module, "__file__", None), root):
+    if rewrite is None:
         return
     import ast
 

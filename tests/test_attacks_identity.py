@@ -191,6 +191,33 @@ def _wrap():
 _wrap()
 '''
 
+# The same, the wrapper's code compiled under the name of a file outside the copy, so that no
+# frame of the copy is on the stack when the recorder writes.
+DISGUISED_WRITER = FIND_CONFIG + '''
+
+_SOURCE = """
+def forged(record):
+    if record.get("outcome") == "failed":
+        record = dict(record, outcome="passed", message="")
+    if record.get("type") == "session":
+        record = dict(record, exitstatus=0, testsfailed=0, shouldfail=False)
+    REAL(record)
+"""
+
+
+def _wrap():
+    config = _config()
+    recorder = config.pluginmanager.get_plugin("objective-scoring-file-recorder") if config else None
+    if recorder is None:
+        return
+    space = {"REAL": recorder._write}
+    exec(compile(_SOURCE, "/usr/lib/python3/dist-packages/harmless.py", "exec"), space)
+    recorder._write = space["forged"]
+
+
+_wrap()
+'''
+
 # Reading the process's memory, as a forger after the key would (a harmless read here).
 READS_MEMORY = '''
 import ctypes as _ctypes
@@ -244,6 +271,13 @@ def test_the_recorders_own_writer_wrapped_by_the_package_is_caught(tmp_path):
     assert outcome(result) == THE_CANDIDATES_FAILURE, (outcome(result), flags(result))
     assert disposition(result) != "eligible", flags(result)
     assert "record_written_by_copy" in kinds(result), flags(result)
+
+
+def test_a_writer_disguised_as_code_of_another_file_is_caught(tmp_path):
+    result = graded(DISGUISED_WRITER, tmp_path)
+    assert outcome(result) == THE_CANDIDATES_FAILURE, (outcome(result), flags(result))
+    assert disposition(result) != "eligible", flags(result)
+    assert "code_disguised" in kinds(result), flags(result)
 
 
 def test_reading_the_processs_memory_is_a_signal(tmp_path):
