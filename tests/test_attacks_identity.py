@@ -9,6 +9,7 @@ graded resolved with no flag.
 
 from __future__ import annotations
 
+import json
 import textwrap
 
 import pytest
@@ -377,3 +378,43 @@ def test_the_json_wrapper_really_forges_when_nothing_watches(tmp_path):
     probe = "import json; print(json.dumps({'outcome': 'failed'}))"
     done = subprocess.run([sys.executable, "-c", probe], cwd=workdir, capture_output=True, text=True, timeout=60)
     assert json.loads(done.stdout) == {"outcome": "passed", "message": ""}
+
+
+# ---------------------------------------------------------------- honest runs stay unflagged
+
+
+def test_an_honest_fix_with_a_declared_plugin_module_in_the_package_is_resolved_without_a_control_run(tmp_path):
+    """A conftest declares a module of the package as a plugin (``pytest_plugins``, as sphinx.testing
+    is): loaded as the run declares it, it is no signal, and the gold patch needs no control run."""
+    from .runner_helpers import patch_of
+    from .test_attacks import intervals_with_plugin_module
+
+    repo = intervals_with_plugin_module(tmp_path)
+    result = grade("intervals", patch_of("intervals", "gold"), repo=repo, timeout=60)
+    assert result.envelope["score"]["resolved"] == "resolved" and flags(result) == []
+    assert "control_run" not in result.envelope["runner"], result.envelope["runner"].get("calibrated_signals")
+
+
+def test_an_honest_fix_whose_conftest_registers_a_plugin_object_is_resolved_without_a_flag(tmp_path):
+    """A conftest that registers a plugin object of its own in pytest_configure (many suites do):
+    the hook is code of the copy registered at run time, a signal the gold control run shows too, so
+    it is calibrated, never counted."""
+    import shutil
+
+    from .runner_helpers import patch_of
+
+    repo = tmp_path / "registering"
+    shutil.copytree(INTERVALS, repo)
+    (repo / "tests" / "conftest.py").write_text(textwrap.dedent("""
+        class Timing:
+            def pytest_runtest_setup(self, item):
+                item.started = 0
+
+
+        def pytest_configure(config):
+            config.pluginmanager.register(Timing(), "timing")
+        """))
+    result = grade("intervals", patch_of("intervals", "gold"), repo=repo, timeout=60)
+    assert result.envelope["score"]["resolved"] == "resolved" and flags(result) == []
+    calibrated = result.envelope["runner"].get("calibrated_signals") or {}
+    assert "hook_registered" in json.dumps(calibrated), calibrated
