@@ -207,8 +207,9 @@ def flag_report(report, call, item=None, root=None, objects=None, runtests=None)
             flags["runtest_replaced"] = True  # set on the item itself by code of the copy, whenever
         elif then is not None and now[1] is not then[1] and now[1] is not None and _suspect(now[1], root):
             flags["runtest_replaced"] = True  # the class's runtest changed after collection
-        for kind, _ in identity_problems(item, _PRINTS, root) if _PRINTS else ():
-            flags[kind] = True  # the item runs other code than its pristine file defines
+        if report.outcome == "passed" and _PRINTS:  # only a pass can be a wrong verdict
+            for kind, _ in identity_problems(item, _PRINTS, root):
+                flags[kind] = True  # the item runs other code than its pristine file defines
         if objects is not None and item.nodeid in objects:
             obj = getattr(item, "obj", None)
             # compare functions, not bound methods: pytest binds a fresh instance for each test
@@ -402,20 +403,39 @@ def _qualname(item):
     return ".".join(names)
 
 
-def _unwrapped(obj):
-    # type: (Any) -> List[Any]
-    """The function an item runs, then what its decorators wrapped (``__wrapped__``), in order."""
-    found = []  # type: List[Any]
+def _closes_over(wrapper, inner):
+    # type: (Any, Any) -> bool
+    """Whether ``wrapper`` holds ``inner`` in its closure: what a decorator that calls the function it
+    wraps does (``functools.wraps`` sets ``__wrapped__``, which anyone can set to anything)."""
+    for cell in getattr(wrapper, "__closure__", None) or ():
+        try:
+            if _function(cell.cell_contents) is inner:
+                return True
+        except ValueError:  # an empty cell
+            continue
+    return False
+
+
+def test_function(obj, real, root):
+    # type: (Any, str, Optional[str]) -> Tuple[Any, Optional[str]]
+    """The function of the test file an item runs, through the environment's decorators: each
+    ``__wrapped__`` is followed only from a function of the environment (outside the copy) that
+    holds it in its closure. ``(function, None)``, or ``(None, why)`` when what runs is code of the
+    copy other than the test file, or a wrapper that does not hold what it claims to wrap."""
     func = _function(obj)
     for _ in range(20):
-        if func is None or any(func is f for f in found):
-            break
-        found.append(func)
-        try:
-            func = _function(getattr(func, "__wrapped__", None))
-        except Exception:
-            break
-    return found
+        code = getattr(func, "__code__", None)
+        if code is not None and os.path.realpath(code.co_filename) == real:
+            return func, None
+        origin = _origin(func)
+        name = getattr(func, "__name__", None) or type(func).__name__
+        if origin == UNKNOWN or origin is None or _inside(origin, root):
+            return None, "runs %s of %s" % (name, _relative(origin or UNKNOWN, root))
+        inner = _function(getattr(func, "__wrapped__", None))
+        if inner is None or not _closes_over(func, inner):
+            return None, "runs %s of %s" % (name, _relative(origin, root))
+        func = inner
+    return None, "a chain of wrappers too long to follow"
 
 
 def identity_problems(item, prints, root):
@@ -447,21 +467,15 @@ def identity_problems(item, prints, root):
     if origin and os.path.realpath(origin) != real:
         problems.append(("test_loaded_by_copy", "its module says it comes from %s" % _relative(origin, root)))
     try:
-        functions = _unwrapped(item.obj)
+        func, why = test_function(item.obj, real, root)
     except Exception:
         return problems
-    qualname = _qualname(item)
-    for func in functions:
-        code = getattr(func, "__code__", None)
-        if code is None or os.path.realpath(code.co_filename) != real:
-            continue
+    if func is not None:
+        code = func.__code__
         if not any(code == pristine for pristine in names.get(code.co_name, ())):
             problems.append(("test_code_replaced", "its code differs from the pristine file's %s" % code.co_name))
-        return problems
-    if qualname in defined:
-        origin_of = _origin(functions[0]) if functions else None
-        problems.append(("test_code_replaced", "runs %s of %s, not the %s the test file defines" % (
-            getattr(functions[0], "__name__", "?") if functions else "?", _relative(origin_of, root), qualname)))
+    elif _qualname(item) in defined:  # a test the file defines, run as other code
+        problems.append(("test_code_replaced", "%s, not the %s the test file defines" % (why, _qualname(item))))
     return problems
 
 
@@ -679,6 +693,7 @@ class FileRecorder:
         self.channel = channel  # the boot's sealed channel (an audit event), or this module's own
         self.sent = set()  # type: Any
         self.shape = None  # type: Any
+        self.problems = {}  # type: Dict[str, List[Tuple[str, str]]]  # test identity at collection, by node id
 
     def _write(self, record):
         # type: (Dict[str, Any]) -> None
@@ -690,6 +705,9 @@ class FileRecorder:
         fact = _fact(report)  # bound when the recorder loaded: replacing the module's function changes nothing
         fact["type"] = "test"
         self._write(fact)
+        if report.when == "call" and report.outcome == "passed" and report.nodeid in self.problems:
+            for kind, reason in self.problems.pop(report.nodeid):  # what collection saw, for a test that passed
+                self._signal(kind, "%s: %s" % (report.nodeid, reason))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collectreport(self, report):
@@ -709,8 +727,8 @@ class FileRecorder:
                     problems = identity_problems(item, _PRINTS, root)
                 except Exception:
                     problems = []
-                for kind, reason in problems:
-                    self._signal(kind, "%s: %s" % (item.nodeid, reason))
+                if problems:
+                    self.problems[item.nodeid] = problems
         self._judge_changed()
 
     def _signal(self, kind, detail):

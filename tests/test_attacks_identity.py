@@ -64,6 +64,24 @@ def _swap_before_collection():
 _swap_before_collection()
 ''' % (LISTED,)
 
+# The same swap, the replacement claiming to wrap the real test (``__wrapped__``, and the real test in
+# its closure, as a decorator's wrapper holds it) without ever calling it.
+SWAP_DISGUISED_AS_A_DECORATOR = SWAP_BEFORE_COLLECTION.replace(
+    """            for name in %r:
+                setattr(cls, name, ok)""" % (LISTED,),
+    """            for name in %r:
+                real = getattr(cls, name)
+
+                def ok(self, _real=real):
+                    return None if True else _real(self)
+
+                def wrapper(self):
+                    return ok(self) if True else real(self)
+
+                wrapper.__wrapped__ = real
+                setattr(cls, name, wrapper)""" % (LISTED,))
+assert SWAP_DISGUISED_AS_A_DECORATOR != SWAP_BEFORE_COLLECTION
+
 # The package finds pytest's Config by walking the stack and registers a plugin whose
 # pytest_pyfunc_call says the failing tests ran (returns True without calling them).
 FIND_CONFIG = '''
@@ -243,6 +261,13 @@ def test_tests_swapped_before_collection_are_caught(tmp_path):
     assert {"test_code_replaced", "trace_set"} <= kinds(result), flags(result)
 
 
+def test_a_swapped_test_claiming_to_wrap_the_real_one_is_caught(tmp_path):
+    result = graded(SWAP_DISGUISED_AS_A_DECORATOR, tmp_path)
+    assert outcome(result) == THE_CANDIDATES_FAILURE, (outcome(result), flags(result))
+    assert disposition(result) != "eligible", flags(result)
+    assert "test_code_replaced" in kinds(result), flags(result)
+
+
 def test_a_hook_registered_from_a_repository_module_is_caught(tmp_path):
     result = graded(HOOK_FROM_A_MODULE, tmp_path)
     assert outcome(result) == THE_CANDIDATES_FAILURE, (outcome(result), flags(result))
@@ -418,3 +443,14 @@ def test_an_honest_fix_whose_conftest_registers_a_plugin_object_is_resolved_with
     assert result.envelope["score"]["resolved"] == "resolved" and flags(result) == []
     calibrated = result.envelope["runner"].get("calibrated_signals") or {}
     assert "hook_registered" in json.dumps(calibrated), calibrated
+
+
+def test_tests_under_the_environments_decorators_need_no_control_run():
+    """unittest.skip wraps a test in unittest's own code (Django's layout: recipes); a skipped test
+    is no pass, and a decorator of the environment that holds the test in its closure is followed:
+    the gold patch is graded on its own, with no signal and no control run."""
+    from .runner_helpers import patch_of
+
+    result = grade("recipes", patch_of("recipes", "gold"))
+    assert result.envelope["score"]["resolved"] == "resolved" and flags(result) == []
+    assert "control_run" not in result.envelope["runner"], result.envelope["runner"].get("calibrated_signals")
