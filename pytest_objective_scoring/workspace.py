@@ -86,10 +86,15 @@ def fresh(path: Path) -> None:
     """Remove whatever is at ``path`` (a file, a folder, a link, a FIFO), never following a link;
     folders a run left unreadable (an overlay's work folder, a test's chmod 000) are opened first."""
 
+    top = os.path.abspath(path)
+
     def unlock(function: Any, name: str, _: Any) -> None:
         parent = os.path.dirname(name)
         for place in (parent, name):
-            if os.path.isdir(place) and not os.path.islink(place):
+            # only folders of the tree being removed: never the one that holds it (the temporary
+            # folder itself, which a failing removal of a workspace at its top once made 0700)
+            inside = os.path.abspath(place) == top or os.path.abspath(place).startswith(top + os.sep)
+            if inside and os.path.isdir(place) and not os.path.islink(place):
                 os.chmod(place, 0o700)
         if os.path.isdir(name) and not os.path.islink(name):
             shutil.rmtree(name, ignore_errors=True)

@@ -75,3 +75,23 @@ def test_an_owner_file_that_cannot_be_opened_reads_as_alive(tmp_path: Path, monk
 
     monkeypatch.setattr(os, "open", refused)
     assert liveness.probe(owner) == liveness.ALIVE
+
+
+def test_removing_a_workspace_never_changes_the_folder_that_holds_it(tmp_path: Path, monkeypatch) -> None:
+    """A removal that fails at the top of the tree (the folder itself cannot be removed) once made
+    the folder holding it mode 0700: the shared temporary folder, closed to every other user."""
+    holder = tmp_path / "shared"
+    holder.mkdir()
+    holder.chmod(0o1777)
+    target = holder / "workspace"
+    (target / "inner").mkdir(parents=True)
+    real = os.rmdir
+
+    def refuse_the_top(path, *args, **kwargs):
+        if os.path.abspath(os.fspath(path)) == str(target):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "rmdir", refuse_the_top)
+    workspace.fresh(target)
+    assert oct(holder.stat().st_mode & 0o7777) == oct(0o1777)
