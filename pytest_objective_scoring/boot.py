@@ -145,6 +145,8 @@ class Watch(object):
                 self.folders.add(folder)
                 folder = os.path.dirname(folder)
         self._getframe, self._realpath = _getframe, _realpath
+        tmp = os.environ.get("TMPDIR")
+        self.tmp = _realpath(tmp).rstrip(os.sep) + os.sep if tmp and copy else ""
 
     def place(self, filename):
         # type: (str) -> Optional[str]
@@ -155,6 +157,23 @@ class Watch(object):
         found = real[len(self.copy):] if self.copy and real.startswith(self.copy) else None
         self.places[filename] = found
         return found
+
+    def private(self, filename):
+        # type: (str) -> bool
+        """Whether a file is in the run's own temporary folder (tests write and compile files there)."""
+        return bool(self.tmp) and self._realpath(filename).startswith(self.tmp)
+
+    def same_source(self, filename, source):
+        # type: (str, Any) -> bool
+        """Whether ``source`` is the text of the file ``filename`` names (a library compiling its own file)."""
+        if not isinstance(source, (str, bytes)):
+            return False
+        try:
+            with open(filename, "rb") as handle:
+                text = handle.read(1 << 24)
+        except (OSError, ValueError):
+            return False
+        return text == (source.encode("utf-8") if isinstance(source, str) else source)
 
     def protected(self, paths):
         # type: (Tuple[Any, ...]) -> Optional[str]
@@ -177,18 +196,24 @@ class Watch(object):
         running, by their globals) do not count: they are the copy's only where the repository is
         pytest itself, whose code decides by design."""
         frame = self._getframe(2)
-        modules = sys.modules
+        judges = () if judge_too else self.judges()
         while frame is not None:
             where = self.place(frame.f_code.co_filename)
-            if where is not None:
-                name = frame.f_globals.get("__name__")
-                module = modules.get(name) if isinstance(name, str) else None
-                judge = isinstance(name, str) and name.split(".", 1)[0] in JUDGE and \
-                    getattr(module, "__dict__", None) is frame.f_globals
-                if judge_too or not judge:
-                    return "%s:%s" % (where, frame.f_code.co_name)
+            if where is not None and not (judges and self._realpath(frame.f_code.co_filename).startswith(judges)):
+                return "%s:%s" % (where, frame.f_code.co_name)
             frame = frame.f_back
         return None
+
+    def judges(self):
+        # type: () -> Tuple[str, ...]
+        """The folders of the running pytest's and pluggy's packages (the copy's only in their own
+        repositories, where the runner is the candidate's by design)."""
+        found = []
+        for name in ("_pytest", "pytest", "pluggy"):
+            path = getattr(sys.modules.get(name), "__file__", None)
+            if isinstance(path, str) and os.path.basename(path) == "__init__.py":
+                found.append(os.path.dirname(self._realpath(path)) + os.sep)
+        return tuple(found)
 
     def signal(self, kind, target, who=None):
         # type: (str, str, Optional[str]) -> None
@@ -265,12 +290,18 @@ class Watch(object):
         elif event in MEMORY:
             target, kind = event, "memory_read"
         elif event == "compile" and len(args) == 2 and isinstance(args[1], str) and not args[1].startswith("<"):
-            # code compiled under the name of a file outside the copy: frames of such code would not
-            # show as the copy's (the stack is how a forged record line is told apart)
-            if self.place(args[1]) is not None or not os.path.isabs(args[1]):
+            # code compiled under the name of a file outside the copy and the run's own temporary
+            # folder, from other source than that file's: frames of such code would not show as the
+            # copy's (the stack is how a forged record line is told apart)
+            if not os.path.isabs(args[1]) or self.place(args[1]) is not None or self.private(args[1]) or \
+                    self.same_source(args[1], args[0]):
                 return
             target, kind = "compile as %s" % args[1], "code_disguised"
         elif event == "code.__new__":
+            # a code object made by the copy's own code (libraries make them too, at import)
+            caller = self._getframe(1)
+            if caller is None or self.place(caller.f_code.co_filename) is None:
+                return
             target, kind = "code.__new__ (types.CodeType, code.replace)", "code_disguised"
         elif event in TRACERS:
             # a trace or profile function sees (and may change) every frame, a test module's while it

@@ -536,6 +536,10 @@ def registered_hooks(pluginmanager, root):
     except Exception:
         entry_points = set()
     declared = _declared(pluginmanager)
+    init = getattr(sys.modules.get("_pytest"), "__file__", None)
+    own = os.path.dirname(os.path.realpath(init)) + os.sep if isinstance(init, str) else None  # type: Optional[str]
+    if own is not None and not _inside(own, root):
+        own = None  # pytest is not the repository under test
     found = set()
     hooks = pluginmanager.hook
     for hookname in list(vars(hooks)):
@@ -554,6 +558,8 @@ def registered_hooks(pluginmanager, root):
             origin = _origin(impl.function)
             if origin != UNKNOWN and not _inside(origin, root):
                 continue
+            if own is not None and origin and origin != UNKNOWN and os.path.realpath(origin).startswith(own):
+                continue  # pytest's own plugins in pytest's own repository: the runner is the candidate's, by design
             what = plugin.__name__ if is_module else type(plugin).__qualname__
             found.add("%s %s from %s" % ("module" if is_module else "plugin", what, _relative(origin, root)))
     return sorted(found)
