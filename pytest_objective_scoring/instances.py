@@ -152,11 +152,27 @@ TWICE: Final = ("given twice in one object: JSON keeps the last and drops the fi
                 "graded would be an accident")
 
 
+class _NotJson(ValueError):
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotJson(name)
+
+
+NOT_JSON: Final = ("is not a JSON value (JSON has no NaN or Infinity; Python's json module reads them, other tools "
+                   "do not, and no digest or ledger can hold them): write null or a number")
+
+
 def _loads(where: str, text: str) -> Any:
     try:
-        return nesting.loads(text, object_pairs_hook=_once_each)
+        return nesting.loads(text, object_pairs_hook=_once_each, parse_constant=_refuse_constant)
     except _TwiceGiven as exc:
         raise InstanceError(where, exc.key, TWICE) from None
+    except _NotJson as exc:
+        raise InstanceError(where, None, f"{exc.name} {NOT_JSON}") from None
 
 
 def _json_rows(path: Path, text: str) -> Iterator[tuple[str, Any]]:

@@ -142,3 +142,46 @@ def test_a_deep_harbor_task_configuration_is_bad_input(tmp_path: Path) -> None:
     shutil.copytree(FIXTURES / "harbor" / "fix-csv-total", task)
     (task / "task.toml").write_text((task / "task.toml").read_text() + "\n[objective_scoring_deep]\nx = " + arrays(DEEP) + "\n")
     refused(run_cli_here("harbor", "check", str(task)), "task.toml")
+
+
+# --------------------------------------------------------------------------- values JSON does not have
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_an_instance_holding_nan_or_infinity_is_bad_input(tmp_path: Path, constant: str) -> None:
+    """Python's json reads NaN and Infinity; no digest, ledger or other tool can hold them. An
+    instance with one ended in a ValueError traceback (exit 3) after its tests ran (issue 28)."""
+    report = tmp_path / "report.json"
+    report.write_text('{"exitcode": 0, "tests": []}')
+    instance = (FIXTURES / "instances" / "csvlite.json").read_text().rstrip().rstrip("}") + f', "weight": {constant}}}'
+    (tmp_path / "odd.json").write_text(instance)
+    result = run_cli_here("grade", "--instance", str(tmp_path / "odd.json"), "--from-report", str(report), "--no-ledger")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"objective-score grade: error: {tmp_path / 'odd.json'}: {constant} is not a JSON value (JSON has no NaN or "
+        "Infinity; Python's json module reads them, other tools do not, and no digest or ledger can hold them): "
+        "write null or a number"]
+
+
+def test_a_dataset_line_holding_infinity_is_bad_input_before_anything_runs(tmp_path: Path) -> None:
+    dataset = tmp_path / "data.jsonl"
+    good = (FIXTURES / "datasets" / "fixtures.jsonl").read_text().splitlines()[0]
+    dataset.write_text(good + "\n" + good.rstrip().rstrip("}") + ', "weight": Infinity}\n')
+    predictions = tmp_path / "preds.jsonl"
+    predictions.write_text(json.dumps({"instance_id": json.loads(good)["instance_id"], "model_name_or_path": "m",
+                                       "model_patch": ""}) + "\n")  # fmt: skip
+    result = run_cli_here("grade-batch", "--dataset", str(dataset), "--predictions", str(predictions),
+                          "--ledger", str(tmp_path / "l.sqlite"))  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert "data.jsonl:2" in result.stderr and "Infinity is not a JSON value" in result.stderr
+    assert not (tmp_path / "l.sqlite").exists()
+
+
+def test_the_plugin_refuses_an_instance_holding_nan_before_the_tests_run(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_a="def test_a():\n    pass\n")
+    pytester.makefile(".json", instance='{"instance_id": "x", "FAIL_TO_PASS": ["test_a.py::test_a"], '
+                                       '"PASS_TO_PASS": [], "weight": NaN}')  # fmt: skip
+    result = pytester.runpytest_subprocess("--objective-score=instance.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*NaN is not a JSON value*"])
+    assert "passed" not in result.stdout.str()
