@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import secrets
 import tempfile
 import time
 from pathlib import Path
@@ -126,7 +127,10 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
     from ..instances import InstanceError, load_instances
     from ..ledger import Ledger
 
-    run_id = args.run_id if args.run_id is not None else time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    # default: a UTC timestamp and a short random tail, so that two runs started in the same second
+    # (a resumed batch beside another) never name the same run report
+    run_id = args.run_id if args.run_id is not None else (time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-"
+                                                          + secrets.token_hex(3))  # fmt: skip
     try:
         instances = load_instances(args.dataset)
         predictions = batch.load_predictions(args.predictions, args.max_patch_size)

@@ -68,8 +68,21 @@ def hidden_paths(args: argparse.Namespace) -> tuple[Path, ...]:
     return tuple(p.resolve() for p in paths)
 
 
+def patch_bytes(value: str) -> int:
+    """A patch size limit: a whole number of bytes, at least 1 (0 or a negative limit would refuse
+    every candidate, the gold patch included, and grade each not resolved)."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of bytes") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r}: a patch size limit is at least 1 byte (every candidate, the gold "
+                                         "patch included, would be refused unread)")  # fmt: skip
+    return number
+
+
 def add_patch_limit(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--max-patch-size", metavar="BYTES", type=int, default=16 << 20,
+    parser.add_argument("--max-patch-size", metavar="BYTES", type=patch_bytes, default=16 << 20,
                         help="Refuse a candidate larger than this, unread (failure class patch_too_large; default 16 MiB)")
 
 
