@@ -270,21 +270,22 @@ class Watch(object):
                 return  # neither the judge's code nor the repository's own (a test, say)
             target = "%s.%s" % (module or "?", getattr(obj, "__qualname__", "?"))
             kind = "code_replaced"
-        elif event == "open" and isinstance(args[0], (str, bytes)) and os.fsdecode(args[0]).startswith("/proc/") and \
-                os.fsdecode(args[0]).endswith("/mem"):
-            target, kind = os.fsdecode(args[0]), "memory_read"  # the process's memory, read as a file
-        elif event == "open":
+        elif event == "open":  # every open of the process: decoded once
             path, mode, flags = args
-            if not isinstance(path, (str, bytes)) or not self.guarded:
+            if not isinstance(path, (str, bytes)):
                 return
-            writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
-                isinstance(flags, int) and flags & WRITE_FLAGS)
-            if not writes:
-                return
-            real = self._realpath(os.fsdecode(path))
-            if real not in self.guarded:
-                return
-            target, kind = real[len(self.copy):], "test_file_written"
+            name = os.fsdecode(path)
+            if name.startswith("/proc/") and name.endswith("/mem"):
+                target, kind = name, "memory_read"  # the process's memory, read as a file
+            else:
+                writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                    isinstance(flags, int) and flags & WRITE_FLAGS)
+                if not writes or not self.guarded:
+                    return
+                real = self._realpath(name)
+                if real not in self.guarded:
+                    return
+                target, kind = real[len(self.copy):], "test_file_written"
         elif event in WALKERS:
             target, kind = event, "objects_walked"
         elif event in MEMORY:

@@ -766,13 +766,10 @@ class FileRecorder:
             pass
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_setup(self, item):
-        # type: (Any) -> None
-        self._judge_changed()
-
-    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item):
         # type: (Any) -> None
+        """Before each test's call, after its fixtures: once a test (what an earlier test's teardown
+        or this one's setup added is seen here; the first test's, at collection)."""
         self._judge_changed()
 
     @pytest.hookimpl(trylast=True)
