@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 from . import __version__
 from .commands import COMMANDS
-from .errors import EXIT_BAD_INPUT, EXIT_INFRASTRUCTURE, EXIT_INTERRUPTED, CommandError, problems_text
+from .errors import EXIT_BAD_INPUT, EXIT_INFRASTRUCTURE, CommandError, Terminated, interrupted_status, problems_text, terminate
 
 __all__ = ["main"]
 
@@ -75,6 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # --help into a closed pipe
         return outputs.closed_pipe()
     handler: Callable[[argparse.Namespace], int] = args.handler
+    import signal
+
+    signal.signal(signal.SIGTERM, terminate)  # SIGTERM stops a command as Ctrl-C does, exit 143
     try:
         # before any work: every output path the command line names, and the optional dependencies it needs
         problems = outputs.problems_of(args)
@@ -88,9 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except BrokenPipeError:  # `objective-score ... | head`: the reader has what it wanted; end quietly
         return outputs.closed_pipe()
-    except KeyboardInterrupt:
-        print(f"objective-score {args.command}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:
+        print(f"objective-score {args.command}: interrupted{' (SIGTERM)' if isinstance(exc, Terminated) else ''}",
+              file=sys.stderr)  # fmt: skip
+        return interrupted_status(exc)
     except Exception as exc:
         if isinstance(exc, _bad_input()):
             print(f"objective-score {args.command}: error: {exc}", file=sys.stderr)

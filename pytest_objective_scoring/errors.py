@@ -11,11 +11,28 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_INFRASTRUCTURE", "EXIT_INTERRUPTED", "CommandError", "ledger_problem", "problems_text"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_INFRASTRUCTURE", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "CommandError", "Terminated",
+           "interrupted_status", "ledger_problem", "problems_text", "terminate"]
 
 EXIT_BAD_INPUT: Final = 2
 EXIT_INFRASTRUCTURE: Final = 3  # the grader's own failure, never the candidate's
 EXIT_INTERRUPTED: Final = 130  # 128 + SIGINT, as a shell reports it
+EXIT_TERMINATED: Final = 143  # 128 + SIGTERM
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where it arrived: stops a command as Ctrl-C does (the same clean-up and
+    message), but the command exits :data:`EXIT_TERMINATED`, as a shell expects of a killed program."""
+
+
+def terminate(signum: int, frame: object) -> None:
+    """The SIGTERM handler of every command: raise :class:`Terminated`."""
+    raise Terminated
+
+
+def interrupted_status(exc: BaseException | None) -> int:
+    """The exit status of a command stopped by ``exc``: 143 after SIGTERM, 130 after SIGINT."""
+    return EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED
 
 
 class CommandError(Exception):

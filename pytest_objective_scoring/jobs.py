@@ -12,7 +12,7 @@ import sys
 import time
 from typing import Any, Callable, Sequence
 
-from .errors import CommandError, ledger_problem
+from .errors import CommandError, ledger_problem, terminate
 
 __all__ = ["RowHandler", "grade_jobs"]
 
@@ -65,9 +65,6 @@ def grade_jobs(
         elif job.key not in {j.key for j in todo}:
             todo.append(job)
     progress = _BatchProgress(len({j.key for j in jobs}), len(rows), quiet=quiet)
-
-    def terminate(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, terminate)  # a killed batch stops like an interrupted one, from here on
     try:

@@ -44,7 +44,7 @@ from .testrecord import (
     watching,
 )
 from .runner_choice import RunnerCommand
-from .workspace import base_env, fresh, import_roots
+from .workspace import STAGING_PREFIX, WORKSPACE_PREFIX, base_env, fresh, import_roots
 
 __all__ = [
     "RunRecord",
@@ -527,10 +527,14 @@ def confined(
     reader, writer = os.pipe()
     (place / "root").mkdir()
     workspaces = place.parents[2] if len(place.parents) > 2 else place.parent
+    real_base = os.path.realpath(workspaces)  # a folder holding them all (``/tmp`` on the path) is never shown
+    folders = [f for f in sandbox.interpreter_folders(python)
+               if not any(sandbox.inside(real_base, p) for p in (os.path.abspath(f), os.path.realpath(f)))]
     spec: dict[str, Any] = {
         "root": str(place / "root"), "status_fd": writer, "cwd": str(cwd), "network": network, "grader": os.getpid(),
         "command": list(command), "home": str(writable[0][1]) if writable else "/",
-        "read_only": sandbox.visible(sandbox.interpreter_folders(python), [*hidden, workspaces]),
+        "read_only": sandbox.visible(folders, [*hidden, *gradings(folders, workspaces)],
+                                     sandbox.interpreter_prefixes(python)),
         "masked": [str(h) for h in hidden],
         "writable": [[str(a), str(b)] for a, b in writable],
         "late_read_only": [str(p) for p in read_only],
@@ -549,6 +553,21 @@ def confined(
     if spec["aliases"]:
         isolation["copy_also_at"] = [alias for _, alias in spec["aliases"]]
     return sandbox.launcher(spec), isolation, (reader, writer)
+
+
+def gradings(folders: Sequence[str], base: Path) -> list[Path]:
+    """The gradings' workspaces in ``base`` (this one's and any other's, ``objective-score-*`` and
+    their staging names) that hold one of ``folders``: never shown. The rest of ``base`` (the temp
+    folder, usually) is not hidden: an interpreter or a ``.pth``'s folder may live there."""
+    found: list[Path] = []
+    real = os.path.realpath(base)
+    for folder in folders:
+        for path in {os.path.abspath(folder), os.path.realpath(folder)}:
+            rel = os.path.relpath(path, real) if path.startswith(real.rstrip("/") + "/") else ""
+            first = rel.split(os.sep, 1)[0]
+            if first.startswith((WORKSPACE_PREFIX, STAGING_PREFIX)) and Path(real, first) not in found:
+                found.append(Path(real, first))
+    return found
 
 
 class SandboxFailure(RuntimeError):

@@ -26,6 +26,7 @@ from .remade import Remade
 __all__ = [
     "APPLY_STRATEGIES",
     "OWNER_FILE",
+    "STAGING_PREFIX",
     "WORKSPACE_PREFIX",
     "BadInput",
     "InfraFailure",

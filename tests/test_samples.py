@@ -724,7 +724,7 @@ def test_sigterm_stops_the_run_and_kills_every_running_sample(tmp_path: Path) ->
         _, err = proc.communicate(timeout=30)
     finally:
         proc.kill()
-    assert proc.returncode == 130, err
+    assert proc.returncode == 143, err
     assert "every running sample was killed" in err
     assert _harnesses(tmp_path) == []
 

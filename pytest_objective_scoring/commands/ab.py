@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from .. import nesting
 from .. import ab
-from ..errors import CommandError
+from ..errors import CommandError, interrupted_status
 from ..ledger import DEFAULT_LEDGER
 from ..ab_comparison import reassess, summarize_comparison
 from . import HELP
@@ -470,9 +470,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                     check_pinned_predictions(raced, arm, path, fingerprints[arm])
         try:
             rows, _ = grade_jobs(ledger, jobs, settings, workers=args.workers, scheduler=args.scheduler, quiet=args.json)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             print("objective-score ab run: interrupted; run the same command again to resume", file=sys.stderr)
-            return 130
+            return interrupted_status(exc)
         by_prediction = {(j.prediction.model, j.instance.instance_id): rows[j.key] for j in jobs}
         invalid = sorted({f"{model.rsplit('/', 2)[-2]} {model.rsplit('/', 1)[-1]} {task}: {', '.join(row.get('reasons') or [])}"
                           for (model, task), row in by_prediction.items() if row.get("disposition") == "invalid"})  # fmt: skip

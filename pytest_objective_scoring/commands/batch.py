@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .. import options
-from ..errors import EXIT_INFRASTRUCTURE, EXIT_INTERRUPTED, CommandError, ledger_problem, problems_text
+from ..errors import EXIT_INFRASTRUCTURE, CommandError, Terminated, interrupted_status, ledger_problem, problems_text
 from ..jobs import grade_jobs
 from ..ledger import DEFAULT_LEDGER
 from . import HELP
@@ -184,11 +184,12 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
             rows, todo = grade_jobs(ledger, jobs, settings, workers=args.workers, scheduler=args.scheduler,
                                     retry_infra=args.retry_infra, quiet=args.json, on_row=logs, run_id=run_id,
                                     max_wait=args.max_wait)  # fmt: skip
-        except KeyboardInterrupt:
-            print(f"objective-score grade-batch: interrupted; the results so far are in {ledger_path}; "
+        except KeyboardInterrupt as exc:
+            how = " (SIGTERM)" if isinstance(exc, Terminated) else ""
+            print(f"objective-score grade-batch: interrupted{how}; the results so far are in {ledger_path}; "
                   f"run the same command again to resume (with --run-id {run_id} to continue this run's log tree)",
                   file=sys.stderr)  # fmt: skip
-            return EXIT_INTERRUPTED
+            return interrupted_status(exc)
         ordered = [rows[job.key] for job in jobs]
         unrecorded = [row["ledger_error"] for row in ordered if row.get("ledger_error")]
         summary = batch.summarize(ordered)

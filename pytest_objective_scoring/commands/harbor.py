@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import CommandError
+from ..errors import CommandError, interrupted_status, terminate
 from . import HELP
 
 HARBOR_EPILOG = """\
@@ -217,9 +217,6 @@ def cmd_harbor_run(args: argparse.Namespace) -> int:
 
     from ..testrun import allow_runs, kill_all
 
-    def terminate(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
     previous = signal.signal(signal.SIGTERM, terminate)  # a killed run stops like an interrupted one
     try:
         result = run_task(spec, options)
@@ -234,7 +231,7 @@ def cmd_harbor_run(args: argparse.Namespace) -> int:
         else:
             print("objective-score harbor: interrupted; the tests were stopped and every container removed; nothing "
                   "was recorded", file=sys.stderr)  # fmt: skip
-        return 130
+        return interrupted_status(exc)
     except TaskError as exc:
         raise _error(str(exc)) from None
     except Refused as exc:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Final, cast
 
 from .. import options, samples
-from ..errors import EXIT_INFRASTRUCTURE, CommandError
+from ..errors import EXIT_INFRASTRUCTURE, CommandError, interrupted_status, terminate
 from ..ledger import DEFAULT_LEDGER
 from ..samples import Outcome, Problem, Sample, SampleResult
 from . import HELP
@@ -607,19 +607,16 @@ def cmd_grade_samples(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     progress = _Progress(len(to_run), quiet=args.json)
 
-    def terminate(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
     previous = signal.signal(signal.SIGTERM, terminate)  # a killed run stops like an interrupted one: samples killed too
     warm: dict[str, Any] = {}
     try:
         with progress:
             results = run_samples(problems, to_run, python=python, timeout=args.timeout, workers=args.workers,
                                   on_result=progress.advance, warm=warm)  # fmt: skip
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("objective-score grade-samples: interrupted; every running sample was killed; nothing was reported",
               file=sys.stderr)  # fmt: skip
-        return 130
+        return interrupted_status(exc)
     finally:
         signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
     body = samples.build_report(problems, sample_list, results, args.k, args.cutoff)
