@@ -51,6 +51,47 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _print(message: str | None, file: Any = None) -> None:
+    """argparse's printing, less its silence about write errors."""
+    if message:
+        (file or sys.stderr).write(message)
+
+
+def _parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """``parser`` and every subcommand's parser under it."""
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                found.extend(_parsers(sub))
+    return found
+
+
+def unknown_options(parser: argparse.ArgumentParser, arguments: Sequence[str]) -> None:
+    """Refuse an option no command knows before argparse says a required one is missing (a
+    misspelt ``--instnace`` is reported as itself, not as "--instance is required")."""
+    required = [a for p in _parsers(parser) for a in p._actions if a.required and a.option_strings]
+    for action in required:
+        action.required = False
+    try:
+        import contextlib
+        import io
+
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):  # argparse's, below
+            try:
+                _, extra = parser.parse_known_args(list(arguments))
+            except SystemExit:
+                return
+    finally:
+        for action in required:
+            action.required = True
+    unknown = [a for a in extra if a.startswith("-") and a != "-"]
+    if unknown:
+        named = next((a for a in arguments if not a.startswith("-")), None)
+        owner = next((p for p in _parsers(parser)[1:] if named and p.prog.split()[-1] == named), parser)
+        owner.error(f"unrecognized arguments: {' '.join(unknown)}")
+
+
 def _bad_input() -> tuple[type[Exception], ...]:
     """The refusals every command reports as bad input (exit 2): a :class:`.CommandError`, and a
     ledger's or a benchmark set's refusal when the command used those modules (only then can one
@@ -70,10 +111,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     arguments = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(arguments)
+    for each in _parsers(parser):  # argparse swallows a write error: a closed pipe must end as one (141)
+        each._print_message = _print  # type: ignore[method-assign]
     try:
+        unknown_options(parser, arguments)
         args = parser.parse_args(arguments)
     except BrokenPipeError:  # --help into a closed pipe
         return outputs.closed_pipe()
+    except SystemExit as exc:  # --help or --version: flushed here, so that a closed pipe ends as one
+        if exc.code in (0, None):
+            try:
+                sys.stdout.flush()
+            except BrokenPipeError:
+                return outputs.closed_pipe()
+        raise
     handler: Callable[[argparse.Namespace], int] = args.handler
     import signal
 

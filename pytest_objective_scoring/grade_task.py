@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -110,6 +111,13 @@ def resolve_python(python: str) -> str:
     path = os.path.abspath(found or python)
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):
         raise BadInput(f"--python {python}: no such executable interpreter")
+    from .interpreters import interpreter_folders
+
+    try:  # asked once (cached): what the sandbox shows of it
+        interpreter_folders(path)
+    except (OSError, ValueError, KeyError, subprocess.SubprocessError) as exc:
+        detail = " ".join(str(exc).split())[-300:]
+        raise BadInput(f"--python {python}: does not run as a Python interpreter ({detail})") from None
     return path
 
 

@@ -208,17 +208,20 @@ def _json_rows(path: Path, text: str) -> Iterator[tuple[str, Any]]:
 
 
 def _read(path: str | Path) -> tuple[Path, str]:
+    from .inputs import InputProblem, read_bytes
+
     path = Path(path)
     try:
-        return path, path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InstanceError(str(path), None, "no such file") from None
-    except IsADirectoryError:
-        raise InstanceError(str(path), None, "is a directory, expected a JSON or JSONL file") from None
+        return path, read_bytes(path).decode("utf-8")
+    except InputProblem as exc:
+        text = str(exc)
+        if text == "no such file or directory":
+            text = "no such file"
+        elif text.startswith("is a directory"):
+            text = "is a directory, expected a JSON or JSONL file"
+        raise InstanceError(str(path), None, text) from None
     except UnicodeDecodeError as exc:
         raise InstanceError(str(path), None, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise InstanceError(str(path), None, f"cannot be read: {exc.strerror}") from None
 
 
 def load_instances(path: str | Path) -> list[Instance]:

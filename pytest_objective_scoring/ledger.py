@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Final, Iterator, Mapping, Sequence
 
-__all__ = ["GENESIS", "Entry", "Head", "Ledger", "LedgerError", "Verification", "canonical", "head", "parse_head",
-           "sign_head", "verify"]
+__all__ = ["DEFAULT_LEDGER", "GENESIS", "KNOWN_KINDS", "Entry", "Head", "Ledger", "LedgerError", "Verification",
+           "canonical", "head", "parse_head", "sign_head", "verify"]
 
 GENESIS: Final = "0" * 64
 SCHEMA_VERSION: Final = 2
@@ -204,8 +204,12 @@ class Ledger:
         self.read_only = read_only
         self._writable = False
         self._empty = False
-        problem = damage(self.path)
-        exists = self.path.exists()
+        try:
+            problem = damage(self.path)
+            exists = self.path.exists()
+        except PermissionError:  # a folder on its path that cannot be entered
+            raise LedgerError(f"{self.path}: permission denied (a folder on its path cannot be entered, or the file "
+                              "cannot be read)") from None
         if problem and (read_only or (exists and problem != "an empty file, not a ledger")):
             raise LedgerError(f"{self.path}: {problem}")
         try:
@@ -267,6 +271,14 @@ class Ledger:
     def __enter__(self) -> Ledger:
         return self
 
+    def __del__(self) -> None:  # a ledger dropped unclosed closes its connection (3.13 warns of it otherwise)
+        conn = self.__dict__.get("conn")
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:  # pragma: no cover - an interpreter shutting down
+                pass
+
     def __exit__(self, *exc: object) -> None:
         self.close()
 
@@ -323,6 +335,15 @@ class Ledger:
             for row in rows:
                 yield Entry(*row)
         except sqlite3.DatabaseError as exc:  # a page damaged past the header: found only when read
+            raise LedgerError(f"{self.path}: {_what(exc)} ({exc})") from None
+
+    def kinds(self) -> list[str]:
+        """The kinds of entry this ledger holds, sorted."""
+        if self._empty:
+            return []
+        try:
+            return sorted(row[0] for row in self.conn.execute("SELECT DISTINCT kind FROM entries"))
+        except sqlite3.DatabaseError as exc:
             raise LedgerError(f"{self.path}: {_what(exc)} ({exc})") from None
 
     def entries_from(self, seq: int, count: int) -> list[Entry]:
@@ -443,12 +464,13 @@ def verify(path: str | Path, expect_head: str | None = None, key: bytes | None =
         conn = _connect_read_only(path)
     except sqlite3.DatabaseError as exc:
         raise LedgerError(f"{path}: {_what(exc)} ({exc})") from None
+    problems: list[str] = []
+    rows = 0
     try:
-        problems: list[str] = []
-        try:
+        try:  # a damaged page is the file altered below its rows: a failed verification, rows still read
             _check_pages(conn, "integrity_check")
         except LedgerError as exc:
-            raise LedgerError(f"{path}: {exc}") from None
+            problems.append(f"the file was altered below its rows ({str(exc).removeprefix('damaged: ')})")
         version = _schema_version(conn)
         if version == 0:
             raise LedgerError(f"{path}: an SQLite database, but not a ledger (it has no ledger tables)")
@@ -467,12 +489,15 @@ def verify(path: str | Path, expect_head: str | None = None, key: bytes | None =
                 problems.append(f"the append-only trigger {trigger} was replaced: its definition is not the ledger's "
                                 f"({' '.join(present[trigger][1].split())[:160]})")  # fmt: skip
         expected_seq, prev = 1, GENESIS
-        rows = 0
         hashes: dict[int, str] = {}
         for seq, kind, created, body, prev_hash, digest in conn.execute(
             "SELECT seq, kind, created, body, prev_hash, hash FROM entries ORDER BY seq"
         ):
             rows += 1
+            if not isinstance(seq, int) or not all(isinstance(v, str) for v in (kind, created, body, prev_hash, digest)):
+                problems.append(f"row {rows} was edited: a field is no longer text (its stored type was changed)")
+                expected_seq, prev = (seq + 1 if isinstance(seq, int) else expected_seq + 1), str(digest)
+                continue
             if seq != expected_seq:
                 problems.append(f"rows {expected_seq}..{seq - 1} are missing (removed)")
             if prev_hash != prev:
@@ -486,7 +511,11 @@ def verify(path: str | Path, expect_head: str | None = None, key: bytes | None =
             problems.extend(_anchor_problems(anchor, hashes, key))
         return Verification(rows, tuple(problems))
     except sqlite3.DatabaseError as exc:
-        raise LedgerError(f"{path}: {_what(exc)} ({exc})") from None
+        if "malformed" not in str(exc) and not problems:
+            raise LedgerError(f"{path}: {_what(exc)} ({exc})") from None
+        # an SQLite file whose structure was altered: tampering, said as a failed verification (exit 1)
+        where = f"after row {rows}" if rows else "from its first row"
+        return Verification(rows, (*problems, f"the file was altered: its rows cannot be read {where} ({exc})"))
     finally:
         conn.close()
 
@@ -515,6 +544,14 @@ def _anchor_problems(anchor: tuple[int | None, str, str | None], hashes: Mapping
 
 
 DEFAULT_LEDGER: Final = Path(".objective-scoring") / "ledger.sqlite"
+
+# Every kind of entry the package writes (``ledger show --kind`` refuses another unless the ledger
+# holds it: a misspelt kind is never an empty, successful listing). tests/test_faults.py checks the
+# package's sources against it.
+KNOWN_KINDS: Final = frozenset({
+    "score", "cost", "scorecard", "batch", "audit", "harbor", "set", "judged_score", "claim", "release",
+    "ab_manifest", "ab_predictions", "ab_comparison", "samples_run", "sample_problem",
+})
 
 
 def failure_class_of(envelope: Mapping[str, Any]) -> str:

@@ -63,10 +63,24 @@ def bounded(parse: Callable[[str], Any], text: str, error: Callable[[str], Excep
     try:
         value = parse(text)
     except RecursionError:
-        raise error(too_deep("arrays and tables")) from None
+        raise _made(error, too_deep("arrays and tables"), text) from None
     if depth(value) > LIMIT:
-        raise error(too_deep("arrays and tables"))
+        raise _made(error, too_deep("arrays and tables"), text)
     return value
+
+
+def _made(error: Callable[..., Exception], message: str, text: str) -> Exception:
+    """``error(message)``, or ``error(message, text, 0)`` for a decode error that takes only those
+    (tomli 2.1 and later, Python 3.10's TOML reader, deprecate a message alone)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        try:
+            return error(message)
+        except DeprecationWarning:
+            pass
+    return error(message, text, 0)
 
 
 def _where(text: str) -> int:

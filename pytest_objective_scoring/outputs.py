@@ -43,6 +43,7 @@ OUTPUTS: dict[tuple[str, str | None], tuple[tuple[str, str], ...]] = {
     ("ledger", "export"): (("--out", FILE),),
     ("harbor", "run"): (("--out", DIR),),
     ("ab", "report"): (("--out", DIR),),
+    ("receipt", None): (("--out", FILE),),
 }
 
 
@@ -102,11 +103,84 @@ def dir_problem(option: str, value: str | os.PathLike[str]) -> str | None:
     return _folder_problem(option, path, path.parent)
 
 
+# options that cannot be given together: (option, its dest) pairs; a command that has both refuses both
+CONTRADICTIONS: tuple[tuple[tuple[str, str], tuple[str, str]], ...] = (
+    (("--no-ledger", "no_ledger"), ("--ledger", "ledger")),
+)
+
+
+# (command, action or None) -> the options (and positionals, by dest) that name a folder to read
+INPUT_FOLDERS: dict[tuple[str, str | None], tuple[tuple[str, str], ...]] = {
+    ("grade", None): (("--repo", "repo"),),
+    ("grade-batch", None): (("--repos", "repos"),),
+    ("audit", "run"): (("--repo", "repo"), ("--repos", "repos")),
+    ("ab", "run"): (("--repos", "repos"),),
+    ("harbor", "run"): (("TASK_DIR", "task"), ("--workdir", "workdir")),
+    ("harbor", "check"): (("TASK_DIR", "task"),),
+}
+
+
+def input_folder_problems(args: argparse.Namespace) -> list[str]:
+    """Every folder the command line names to read that is not one (missing, a file, a symbolic link
+    loop, not readable), one line each."""
+    from .inputs import folder_problem
+
+    command, action = str(getattr(args, "command", "")), getattr(args, "action", None)
+    found = []
+    for option, dest in INPUT_FOLDERS.get((command, action)) or INPUT_FOLDERS.get((command, None)) or ():
+        value = getattr(args, dest, None)
+        if isinstance(value, (str, os.PathLike)) and str(value):
+            problem = folder_problem(value)
+            if problem:
+                found.append(f"{option} {value}: {problem}" if option.startswith("-") else f"{value}: {problem}")
+    return found
+
+
+EMPTY_LEDGER_AGE = 10.0  # seconds: an empty ledger file older than this is not one being made right now
+
+
+def ledger_file_problem(args: argparse.Namespace) -> str | None:
+    """An existing empty file given as ``--ledger``: never silently turned into a ledger (a file named
+    by mistake), unless it is one being made this moment by another writer (SQLite creates the file
+    before its first page: its journal is beside it, or it is seconds old)."""
+    import time
+
+    value = getattr(args, "ledger", None)
+    if not isinstance(value, (str, os.PathLike)) or not str(value):
+        return None
+    path = Path(value)
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    if not stat.S_ISREG(found.st_mode) or found.st_size:
+        return None
+    if any(Path(f"{path}{suffix}").exists() for suffix in ("-wal", "-journal")):
+        return None
+    if time.time() - found.st_mtime < EMPTY_LEDGER_AGE:
+        return None
+    return (f"--ledger {path}: an empty file, not a ledger (never turned into one: remove it, or name a new path, "
+            "which is created)")
+
+
+def contradictions(args: argparse.Namespace) -> list[str]:
+    """Two options given together that contradict each other, one line each (never one silently winning)."""
+    found = []
+    for (first, first_dest), (second, second_dest) in CONTRADICTIONS:
+        if getattr(args, first_dest, None) and getattr(args, second_dest, None):
+            found.append(f"{first} and {second} {getattr(args, second_dest)} contradict each other: give one of them")
+    return found
+
+
 def problems_of(args: argparse.Namespace) -> list[str]:
-    """Every problem with the output paths a parsed command line names, one line each."""
+    """Every problem with the output paths a parsed command line names, and every pair of options
+    that contradict each other, one line each."""
     command, action = str(getattr(args, "command", "")), getattr(args, "action", None)
     options = OUTPUTS.get((command, action)) or OUTPUTS.get((command, None)) or ()
-    problems = []
+    problems = contradictions(args) + input_folder_problems(args)
+    empty = ledger_file_problem(args)
+    if empty:
+        problems.append(empty)
     for option, kind in options:
         value = getattr(args, option.lstrip("-").replace("-", "_"), None)
         if value is None:

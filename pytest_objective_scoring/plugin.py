@@ -507,7 +507,7 @@ class ScoringSession:
             score = envelope["score"]
             if score is None:
                 if int(session.exitstatus) in (0, 1):
-                    session.exitstatus = 3
+                    session.exitstatus = GATE_NO_VERDICT
             else:
                 session.exitstatus = 0 if score["resolved"] == "resolved" else 1
 
@@ -528,8 +528,11 @@ class ScoringSession:
         render_envelope(terminalreporter, self.envelope, self.written)
         line, markup = integrity_status(self.envelope)
         terminalreporter.write_line(line, **markup)
-        if self.out_line:
+        if self.out_line:  # the envelope could not be written: it is printed in full, never lost
+            from .envelope import dumps
+
             terminalreporter.write_line(self.out_line, red=True)
+            terminalreporter.write_line(dumps(self.envelope).rstrip("\n"))
         if self.ledger_line:
             terminalreporter.write_line(self.ledger_line, red=self.ledger_line.startswith("ledger: NOT"))
 
@@ -636,9 +639,12 @@ def _write_out(path: Path, envelope: dict[str, Any]) -> str | None:
     fatal: the ledger still records the run, and the gate still gives its status)."""
     from .envelope import dumps
 
+    from .atomic import write_whole
+
     try:
-        make_parent(path)
-        path.write_text(dumps(envelope), encoding="utf-8")
+        if path.parent.name == OWN_FOLDER:  # the only folder ever made (settings refused a missing other one)
+            make_parent(path)
+        write_whole(path, dumps(envelope))
     except OSError as exc:
         return f"score: NOT written to {path}: {exc.strerror or exc}"
     return None
@@ -657,6 +663,10 @@ def _record(path: Path, envelope: dict[str, Any]) -> str:
         return f"ledger: NOT written to {path}: {exc}"
     return f"ledger: entry {entries[0].seq} appended to {path}"
 
+
+# --objective-gate's status for no verdict: pytest's own statuses are 0-5 (3 is its internal error), so
+# a gate reading 6 knows the plugin said "no verdict", never pytest crashing
+GATE_NO_VERDICT: Final = 6
 
 # pytest options under which the session runs no test body: a listed test "ran" only its fixtures
 RAN_NO_TEST: Final = (("collectonly", "--collect-only"), ("setupplan", "--setup-plan"), ("setuponly", "--setup-only"))

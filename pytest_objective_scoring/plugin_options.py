@@ -27,7 +27,8 @@ HELP_COMPAT: Final = (
     "truncated ids matched by prefix)"
 )
 HELP_PATCH_REF: Final = "Name the candidate under test in the Score (default: a sha256 of the working tree's diff)"
-HELP_GATE: Final = "Set pytest's exit status from the verdict: 0 resolved, 1 not resolved, 3 no verdict"
+HELP_GATE: Final = ("Set pytest's exit status from the verdict: 0 resolved, 1 not resolved, 6 no verdict (a status no "
+                     "pytest outcome uses; pytest's own non-zero status stands); also $PYTEST_OBJECTIVE_GATE=1")
 HELP_SELECT: Final = "Run only the tests the instance lists; deselect every other collected test"
 HELP_LEDGER: Final = "Append the Score and its per-test outcomes to this ledger (default: .objective-scoring/ledger.sqlite)"
 HELP_NO_LEDGER: Final = "Do not write the ledger"

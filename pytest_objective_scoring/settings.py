@@ -12,7 +12,7 @@ import argparse
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from . import plugin_options as options
 from .cost_ledger import DEFAULT_COMPUTE_RATE
@@ -56,21 +56,29 @@ def resolve_settings(config: Any, usage_error: type[Exception]) -> Settings:
 
     instance, instance_source = pick("objective_score", "objective_score", options.ENV_INSTANCE)
     instance_id, _ = pick("objective_instance_id", "objective_instance_id")
-    out, out_source = pick("objective_score_out", "objective_score_out")
+    out, out_source = pick("objective_score_out", "objective_score_out", ENV_OUT)
     out_path = _path(config, out, out_source)
     if out_path is not None and out_path.is_dir():
         raise usage_error(f"--objective-score-out {out} (from {out_source}): {out_path} is a directory; "
                           "expected the file to write the envelope to")  # fmt: skip
+    _check_output(usage_error, "--objective-score-out", out_path, out_source)
     compat, source = pick("objective_compat", "objective_compat")
     if compat is not None and compat not in options.COMPAT_MODES:
         raise usage_error(f"objective_compat {compat!r} (from {source}) is not one of {', '.join(options.COMPAT_MODES)}")
-    gate, _ = pick("objective_gate", "objective_gate")
+    gate, gate_source = pick("objective_gate", "objective_gate", ENV_GATE)
+    if gate_source == f"${ENV_GATE}":
+        gate = _switch(usage_error, ENV_GATE, str(gate))
     select, _ = pick("objective_select", "objective_select")
-    ledger, ledger_source = pick("objective_ledger", "objective_ledger")
+    ledger, ledger_source = pick("objective_ledger", "objective_ledger", ENV_LEDGER)
     if config.getoption("objective_no_ledger"):
+        if config.getoption("objective_ledger"):
+            raise usage_error(f"--objective-no-ledger and --objective-ledger {config.getoption('objective_ledger')} "
+                              "contradict each other: give one of them")  # fmt: skip
         ledger_path = None
     else:
-        ledger_path = _path(config, ledger, ledger_source) or (Path(config.rootpath) / ".objective-scoring" / "ledger.sqlite")
+        ledger_path = _path(config, ledger, ledger_source)
+        _check_output(usage_error, "--objective-ledger", ledger_path, ledger_source)
+        ledger_path = ledger_path or (Path(config.rootpath) / ".objective-scoring" / "ledger.sqlite")
     cost, cost_source = pick("objective_cost", None)
     rate, rate_source = pick("objective_compute_rate", "objective_compute_rate")
     if rate is not None and rate_source == "config file":
@@ -91,6 +99,38 @@ def resolve_settings(config: Any, usage_error: type[Exception]) -> Settings:
         select=bool(select),
         ledger=ledger_path,
     )
+
+
+# Environment variables read when the flag is not given (the command line wins, then the environment,
+# then the ini file), as $PYTEST_OBJECTIVE_SCORE is for the instance.
+ENV_OUT: Final = "PYTEST_OBJECTIVE_SCORE_OUT"
+ENV_GATE: Final = "PYTEST_OBJECTIVE_GATE"
+ENV_LEDGER: Final = "PYTEST_OBJECTIVE_LEDGER"
+SWITCH_WORDS: Final = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False,
+                       "off": False}  # fmt: skip
+
+
+def _switch(usage_error: type[Exception], name: str, value: str) -> bool:
+    """A yes/no environment variable; anything else is refused, never read as one or the other."""
+    word = value.strip().lower()
+    if word not in SWITCH_WORDS:
+        raise usage_error(f"${name}={value!r}: expected 1/0, true/false, yes/no or on/off")
+    return SWITCH_WORDS[word]
+
+
+def _check_output(usage_error: type[Exception], option: str, path: Path | None, source: str) -> None:
+    """A file the plugin writes, checked before the run as the command line checks its outputs
+    (:mod:`.outputs`): a missing folder is never created (but a ``.objective-scoring`` folder)."""
+    from .outputs import file_problem
+    from .own_folder import OWN_FOLDER
+
+    if path is None:
+        return
+    if path.parent.name == OWN_FOLDER and not path.parent.exists() and path.parent.parent.is_dir():
+        return
+    problem = file_problem(option, path)
+    if problem:
+        raise usage_error(f"{problem} (from {source})")
 
 
 def _path(config: Any, value: str | None, source: str) -> Path | None:

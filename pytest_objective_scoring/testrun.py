@@ -520,7 +520,7 @@ def confined(
     environment's start-up points there (an editable install's ``.pth``, a namespace package set up
     from its path) reaches the graded copy, as it reaches ``/testbed`` in SWE-bench's images; an
     alias over a folder holding one of the interpreter's is left out (the path stays hidden)."""
-    from . import sandbox
+    from . import interpreters, sandbox
 
     if mode == "none":
         return list(command), {"mode": "none", "detail": why}, (-1, -1)
@@ -528,13 +528,13 @@ def confined(
     (place / "root").mkdir()
     workspaces = place.parents[2] if len(place.parents) > 2 else place.parent
     real_base = os.path.realpath(workspaces)  # a folder holding them all (``/tmp`` on the path) is never shown
-    folders = [f for f in sandbox.interpreter_folders(python)
+    folders = [f for f in interpreters.interpreter_folders(python)
                if not any(sandbox.inside(real_base, p) for p in (os.path.abspath(f), os.path.realpath(f)))]
     spec: dict[str, Any] = {
         "root": str(place / "root"), "status_fd": writer, "cwd": str(cwd), "network": network, "grader": os.getpid(),
         "command": list(command), "home": str(writable[0][1]) if writable else "/",
-        "read_only": sandbox.visible(folders, [*hidden, *gradings(folders, workspaces)],
-                                     sandbox.interpreter_prefixes(python)),
+        "read_only": interpreters.visible(folders, [*hidden, *gradings(folders, workspaces)],
+                                     interpreters.interpreter_prefixes(python)),
         "masked": [str(h) for h in hidden],
         "writable": [[str(a), str(b)] for a, b in writable],
         "late_read_only": [str(p) for p in read_only],

@@ -56,7 +56,7 @@ class WarmFailure(RuntimeError):
 def fingerprint(python: str) -> tuple[tuple[str, int], ...]:
     """The interpreter's folders (site-packages and the rest of its path) and their modification
     times: an installed or removed package changes one."""
-    from .sandbox import interpreter_folders
+    from .interpreters import interpreter_folders
 
     stamps = []
     for folder in sorted(set(interpreter_folders(python))):

@@ -108,11 +108,16 @@ def run_cli_here(*args: str, cwd: Path | None = None) -> subprocess.CompletedPro
     from pytest_objective_scoring import cli
 
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.chdir(cwd or Path.cwd()), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = cli.main(list(args))
-        except SystemExit as exc:  # argparse refusing the command line, or --help
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    before = os.getcwd()  # contextlib.chdir is 3.11's
+    os.chdir(cwd or before)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = cli.main(list(args))
+            except SystemExit as exc:  # argparse refusing the command line, or --help
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    finally:
+        os.chdir(before)
     return subprocess.CompletedProcess(["objective-score", *args], code, out.getvalue(), err.getvalue())
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_objective_scoring import sandbox
+from pytest_objective_scoring import interpreters, sandbox
 from pytest_objective_scoring.testrun import gradings
 
 from .runner_helpers import grade, patch_of
@@ -68,14 +68,14 @@ def test_the_interpreters_libraries_are_among_its_folders(tmp_path):
     """The folder of the ``libpython`` the binary loads (through RUNPATH, outside the system folders)
     is shown, or the copy starts with the system's."""
     python = whole_prefix(tmp_path / "env")
-    folders = sandbox.interpreter_folders(str(python))
-    for path in sandbox.library_paths(os.path.realpath(sys.executable)):
+    folders = interpreters.interpreter_folders(str(python))
+    for path in interpreters.library_paths(os.path.realpath(sys.executable)):
         if os.path.isdir(path) and not any(sandbox.inside(os.path.realpath(path), s) for s in sandbox.SYSTEM):
             assert path in folders or os.path.realpath(path) in folders
-    assert str(tmp_path / "env") in sandbox.interpreter_prefixes(str(python))
+    assert str(tmp_path / "env") in interpreters.interpreter_prefixes(str(python))
 
 
-def elf(paths: list[str], tag: int = sandbox.DT_RUNPATH) -> bytes:
+def elf(paths: list[str], tag: int = interpreters.DT_RUNPATH) -> bytes:
     """A minimal 64-bit little-endian ELF with one PT_LOAD and a dynamic section naming ``paths``."""
     strings = b"\0" + ":".join(paths).encode() + b"\0"
     phoff, dyn = 64, 64 + 2 * 56
@@ -84,27 +84,27 @@ def elf(paths: list[str], tag: int = sandbox.DT_RUNPATH) -> bytes:
                                                                     56, 2, 0, 0, 0)  # fmt: skip
     load = struct.pack("<IIQQQQQQ", 1, 5, 0, 0x400000, 0x400000, strtab + len(strings), strtab + len(strings), 0x1000)
     dynamic = struct.pack("<IIQQQQQQ", 2, 6, dyn, 0x400000 + dyn, 0x400000 + dyn, 48, 48, 8)
-    entries = struct.pack("<qQ", sandbox.DT_STRTAB, 0x400000 + strtab) + struct.pack("<qQ", tag, 1) + bytes(16)
+    entries = struct.pack("<qQ", interpreters.DT_STRTAB, 0x400000 + strtab) + struct.pack("<qQ", tag, 1) + bytes(16)
     return header + load + dynamic + entries + strings
 
 
-@pytest.mark.parametrize("tag", [sandbox.DT_RUNPATH, sandbox.DT_RPATH])
+@pytest.mark.parametrize("tag", [interpreters.DT_RUNPATH, interpreters.DT_RPATH])
 def test_runpath_and_rpath_are_read_with_origin_expanded(tmp_path, tag):
     binary = tmp_path / "bin" / "python"
     binary.parent.mkdir()
     binary.write_bytes(elf(["$ORIGIN/../lib", "/opt/conda/lib", "relative"], tag))
-    assert sandbox.library_paths(str(binary)) == [str(tmp_path / "lib"), "/opt/conda/lib"]
+    assert interpreters.library_paths(str(binary)) == [str(tmp_path / "lib"), "/opt/conda/lib"]
 
 
 @pytest.mark.parametrize("data", [b"", b"#!/bin/sh\n", b"\x7fELF\x02\x01", b"\x7fELF" + bytes(60), b"\x7fELF\x07"])
 def test_what_is_not_a_whole_elf_names_no_library_folder(tmp_path, data):
     path = tmp_path / "thing"
     path.write_bytes(data)
-    assert sandbox.library_paths(str(path)) == []
+    assert interpreters.library_paths(str(path)) == []
     truncated = tmp_path / "cut"
     truncated.write_bytes(elf(["/opt/lib"])[:150])
-    assert sandbox.library_paths(str(truncated)) == []
-    assert sandbox.library_paths(str(tmp_path / "missing")) == []
+    assert interpreters.library_paths(str(truncated)) == []
+    assert interpreters.library_paths(str(tmp_path / "missing")) == []
 
 
 def test_the_loaders_configuration_is_followed_through_includes_and_loops(tmp_path):
@@ -112,7 +112,7 @@ def test_the_loaders_configuration_is_followed_through_includes_and_loops(tmp_pa
     folder.mkdir()
     conf.write_text("include ld.so.conf.d/*.conf\n/opt/first  # a comment\n", encoding="utf-8")
     (folder / "a.conf").write_text("/opt/vendor/lib\ninclude " + str(conf) + "\n", encoding="utf-8")
-    assert sorted(sandbox.loader_paths(str(conf))) == ["/opt/first", "/opt/vendor/lib"]
+    assert sorted(interpreters.loader_paths(str(conf))) == ["/opt/first", "/opt/vendor/lib"]
 
 
 def test_only_the_gradings_workspaces_are_hidden_in_the_temp_folder(tmp_path):
@@ -122,7 +122,7 @@ def test_only_the_gradings_workspaces_are_hidden_in_the_temp_folder(tmp_path):
     folders = [str(base / "conda" / "lib"), str(base / "objective-score-0a1b2c3d4e" / "copy"),
                str(base / ".objective-score-making-12-x" / "env")]
     assert gradings(folders, base) == [base / "objective-score-0a1b2c3d4e", base / ".objective-score-making-12-x"]
-    kept = sandbox.visible(folders, gradings(folders, base))
+    kept = interpreters.visible(folders, gradings(folders, base))
     assert kept == [str(base / "conda" / "lib")]
 
 
@@ -133,13 +133,13 @@ def test_a_folder_holding_the_workspaces_is_never_shown(tmp_path):
 
     place = tmp_path / "objective-score-0123456789" / "runs" / "run"
     place.mkdir(parents=True)
-    sandbox._FOLDERS["/fake/python"] = [str(tmp_path), str(tmp_path / "env"), "/", str(tmp_path.parent)]
-    sandbox._PREFIXES["/fake/python"] = [str(tmp_path / "env")]
+    interpreters._FOLDERS["/fake/python"] = [str(tmp_path), str(tmp_path / "env"), "/", str(tmp_path.parent)]
+    interpreters._PREFIXES["/fake/python"] = [str(tmp_path / "env")]
     try:
         command, _, (reader, writer) = confined(["true"], mode="namespaces", why="", place=place, cwd=place,
                                                 network=False, python="/fake/python")  # fmt: skip
     finally:
-        del sandbox._FOLDERS["/fake/python"], sandbox._PREFIXES["/fake/python"]
+        del interpreters._FOLDERS["/fake/python"], interpreters._PREFIXES["/fake/python"]
         os.close(reader), os.close(writer)
     import json
 
@@ -150,6 +150,25 @@ def test_a_prefix_is_shown_inside_a_hidden_folder_but_never_one_holding_it(tmp_p
     repo = tmp_path / "repo"
     (repo / "env" / "lib").mkdir(parents=True)
     inside = [str(repo / "env" / "lib"), str(repo / "src")]
-    assert sandbox.visible(inside, [repo], prefixes=[str(repo / "env")]) == [str(repo / "env" / "lib")]
-    assert sandbox.visible(inside, [repo], prefixes=[str(repo)]) == []
-    assert sandbox.visible(inside, [repo], prefixes=["/"]) == []
+    assert interpreters.visible(inside, [repo], prefixes=[str(repo / "env")]) == [str(repo / "env" / "lib")]
+    assert interpreters.visible(inside, [repo], prefixes=[str(repo)]) == []
+    assert interpreters.visible(inside, [repo], prefixes=["/"]) == []
+
+
+def test_a_venv_made_from_another_venvs_python_starts_through_each_link(tmp_path):
+    """``python -m venv`` run with a venv's ``python`` links to that link, not to the binary: every
+    folder on the way is shown, or the interpreter "cannot start" (no such file) in the sandbox."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(first)], check=True)
+    subprocess.run([str(first / "bin" / "python"), "-m", "venv", "--without-pip", str(second)], check=True)
+    python = second / "bin" / "python"
+    python.unlink()
+    python.symlink_to(first / "bin" / "python")  # as Python 3.10's venv makes it (3.11's resolves the first link)
+    assert interpreters.link_chain(str(python))[1] == str(first / "bin" / "python")
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    Path(purelib).mkdir(parents=True, exist_ok=True)
+    Path(purelib, "environment.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    assert str(first / "bin") in interpreters.interpreter_folders(str(python))
+    result = grade("intervals", patch_of("intervals", "gold"), python=str(python), workdir=tmp_path)
+    assert (result.exit_code, result.envelope["no_verdict_reason"]) == (0, None)

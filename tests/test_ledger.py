@@ -275,7 +275,10 @@ def test_a_ledger_that_cannot_be_read_is_exit_2_naming_the_file(tmp_path, capsys
     inflict, said = DAMAGE[damage]
     inflict(path)
     before = path.read_bytes() if path.is_file() else None
-    code, _, err = _cli(capsys, *command, "--ledger", str(path))
+    code, out, err = _cli(capsys, *command, "--ledger", str(path))
+    if damage == "corrupt page" and command[:2] == ("ledger", "verify"):  # tampering: a failed verification
+        assert code == 1 and "the file was altered" in out and path.read_bytes() == before, (out, err)
+        return
     assert code == 2, err
     assert "Traceback" not in err and str(path) in err and said in err, err
     line = [l for l in err.splitlines() if l.strip()]
@@ -288,11 +291,38 @@ def test_a_ledger_that_cannot_be_read_is_exit_2_naming_the_file(tmp_path, capsys
         assert not path.exists()  # never created
 
 
-def test_a_corrupt_page_is_named_as_damage_by_verify(tmp_path):
+def test_a_corrupt_page_fails_verification_exit_1(tmp_path, capsys):
+    """Pages overwritten in an SQLite ledger are the file altered: ``verify`` says so as a failed
+    verification (TAMPERED, exit 1, what SQLite found), never "cannot be opened" (exit 2)."""
     path = _many(tmp_path / "l.sqlite")
     _corrupt_pages(path)
-    with pytest.raises(LedgerError, match=r"l\.sqlite: (damaged|not a ledger)"):
-        verify(path)
+    result = verify(path)
+    assert not result.ok and any(p.startswith("the file was altered") for p in result.problems), result.problems
+    code, out, err = _cli(capsys, "ledger", "verify", "--ledger", str(path))
+    assert code == 1 and "TAMPERED" in out and "the file was altered" in out, (out, err)
+
+
+def test_any_flipped_byte_is_intact_or_tampered_never_an_error(tmp_path):
+    """A bit flipped anywhere past SQLite's header: the chain intact (free space), or a failed
+    verification naming what changed; never an exception but "not SQLite" for the header."""
+    original = tmp_path / "l.sqlite"
+    with Ledger(original) as ledger:
+        for i in range(3):
+            ledger.append("score", {"instance_id": f"row-{i}", "score": {"resolved": "resolved"}, "pad": "y" * 900})
+    pristine = original.read_bytes()
+    tampered = 0
+    for offset in range(0, len(pristine), 41):
+        data = bytearray(pristine)
+        data[offset] ^= 0x01
+        path = tmp_path / f"f{offset}.sqlite"
+        path.write_bytes(bytes(data))
+        try:
+            result = verify(path)
+        except LedgerError as exc:
+            assert offset < 100, f"byte {offset}: {exc}"  # the header: not an SQLite file any more
+            continue
+        tampered += not result.ok
+    assert tampered > 10, "flips in the rows are found"
 
 
 def test_a_flipped_byte_in_a_row_fails_verification_exit_1(tmp_path, capsys):

@@ -313,7 +313,7 @@ def test_continue_on_collection_errors_still_no_verdict_for_listed_module(pytest
     result, envelope = run_and_parse(instance, "--continue-on-collection-errors", "--objective-gate")
     assert envelope["status"] == "no_verdict"
     assert "collecting test_broken.py failed" in envelope["no_verdict_reason"]
-    assert result.ret == 3
+    assert result.ret == 6  # GATE_NO_VERDICT: no pytest status is 6
 
 
 def test_interrupted_session_is_no_verdict(pytester, write_instance, run_and_parse):
@@ -332,7 +332,7 @@ def test_stopped_early_is_no_verdict(pytester, write_instance, run_and_parse):
     pytester.makepyfile(test_outcomes=OUTCOME_MODULE)
     result, envelope = run_and_parse(write_instance(ids(["skipped"]), ids(["passes"])), "-x", "--objective-gate")
     assert "stopped early" in envelope["no_verdict_reason"]
-    assert result.ret == 3
+    assert result.ret == 6  # GATE_NO_VERDICT: no pytest status is 6
 
 
 def test_forced_passed_reports_are_flagged_and_do_not_count(pytester, write_instance, run_and_parse, num_processes):
@@ -495,12 +495,16 @@ def test_quiet_mode_still_shows_the_verdict(pytester, write_instance):
     assert "verdict:" not in pytester.runpytest_inprocess(f"--objective-score={instance}", "-qq").stdout.str()
 
 
-def test_envelope_file_in_new_directory(pytester, write_instance):
-    pytester.makepyfile(test_a="def test_a():\n    pass\n")
+def test_an_envelope_file_in_a_missing_folder_is_refused_before_the_run_as_the_cli_does(pytester, write_instance):
+    """Missing folders are never created (a misspelt path would swallow the envelope): a usage
+    error before any test runs, as ``objective-score grade --out`` refuses one."""
+    pytester.makepyfile(test_a="def test_a():\n    raise SystemExit('never run')\n")
     instance = write_instance(["test_a.py::test_a"])
     result = pytester.runpytest_inprocess(f"--objective-score={instance}", "--objective-score-out=deep/er/out.json")
-    assert result.ret == 0
-    result.stdout.fnmatch_lines([f"score written to: {Path(pytester.path, 'deep/er/out.json')}"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--objective-score-out *deep/er/out.json: the folder *deep/er does not exist (missing "
+                                 "folders are not created: make it first) (from command line)*"])  # fmt: skip
+    assert not (pytester.path / "deep").exists()
 
 
 def test_an_envelope_file_that_is_a_directory_is_a_usage_error(pytester, write_instance):
@@ -514,16 +518,18 @@ def test_an_envelope_file_that_is_a_directory_is_a_usage_error(pytester, write_i
 
 
 def test_an_envelope_file_that_cannot_be_written_is_said_and_the_ledger_still_records_the_run(pytester, write_instance):
-    """A write that fails at the session's end (here its folder is a file) is one line, never a
-    traceback: the verdict, the gate's status and the ledger's entry stand."""
-    pytester.makepyfile(test_a="def test_a():\n    pass\n")
-    (pytester.path / "afile").write_text("x", encoding="utf-8")
+    """A write that fails at the session's end (here its folder is gone by then) is one line, never a
+    traceback, and the envelope is printed in full instead: the verdict, the gate's status and the
+    ledger's entry stand."""
+    pytester.makepyfile(test_a="import shutil\n\ndef test_a():\n    shutil.rmtree('gone')\n")
+    (pytester.path / "gone").mkdir()
     ledger = pytester.path / "l.sqlite"
     result = pytester.runpytest_inprocess(f"--objective-score={write_instance(['test_a.py::test_a'])}",
-                                          "--objective-score-out=afile/score.json", "--objective-gate",
+                                          "--objective-score-out=gone/score.json", "--objective-gate",
                                           f"--objective-ledger={ledger}")  # fmt: skip
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["verdict: RESOLVED", f"score: NOT written to {pytester.path / 'afile' / 'score.json'}: *",
+    result.stdout.fnmatch_lines(["verdict: RESOLVED", f"score: NOT written to {pytester.path / 'gone' / 'score.json'}: *",
+                                 '*"score": {"instance_id": *"resolved": "resolved"*',
                                  f"ledger: entry 1 appended to {ledger}"])  # fmt: skip
     assert "score written to" not in result.stdout.str() and "Traceback" not in result.stdout.str()
 
@@ -592,7 +598,7 @@ def test_a_session_that_runs_no_test_body_is_no_verdict(pytester, write_instance
     pytester.makepyfile(test_a="import pytest\n\n@pytest.fixture\ndef f():\n    return 1\n\ndef test_a(f):\n    pass\n")
     result, envelope = run_and_parse(write_instance(["test_a.py::test_a"]), flag, "--objective-gate")
     assert (envelope["status"], envelope["no_verdict_reason"], envelope["score"]) == ("no_verdict", f"{flag} ran no test", None)
-    assert result.ret == 3
+    assert result.ret == 6  # GATE_NO_VERDICT: no pytest status is 6
 
 
 def test_exit_status_1_without_failures_keeps_the_verdict(pytester, write_instance, run_and_parse):

@@ -185,7 +185,7 @@ def test_an_environment_made_of_links_is_graded_through_them(tmp_path):
 def test_only_site_folders_have_their_links_followed(tmp_path):
     """A folder on the path that is not a site folder (a repository installed in editable mode) may
     link anywhere: its links' targets are not the interpreter's, and the sandbox does not show them."""
-    from pytest_objective_scoring import sandbox
+    from pytest_objective_scoring import interpreters
 
     venv = tmp_path / "env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
@@ -198,7 +198,7 @@ def test_only_site_folders_have_their_links_followed(tmp_path):
     (purelib / "lib").symlink_to(linked)
     (repo / "secrets").symlink_to(elsewhere)
     (purelib / "repo.pth").write_text(f"{repo}\n", encoding="utf-8")
-    folders = sandbox.interpreter_folders(str(python))
+    folders = interpreters.interpreter_folders(str(python))
     assert str(repo) in folders and str(linked) in folders and str(elsewhere) not in folders
 
 

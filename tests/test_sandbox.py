@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_objective_scoring import sandbox, testrun
+from pytest_objective_scoring import interpreters, sandbox, testrun
 from pytest_objective_scoring.integrity import assess as disposition
 
 from .conftest import FIXTURES
@@ -57,7 +57,7 @@ def _confined(tmp_path: Path, command: list[str], *, overlay: bool = True) -> tu
         (place / name).mkdir()
     reader, writer = os.pipe()
     spec = {"root": str(place / "root"), "status_fd": writer, "cwd": str(lower), "network": False, "command": command,
-            "read_only": sandbox.interpreter_folders(sys.executable),
+            "read_only": interpreters.interpreter_folders(sys.executable),
             "writable": [] if overlay else [[str(lower), str(lower)]],
             "overlay": {"lower": str(lower), "upper": str(place / "upper"), "work": str(place / "work"),
                         "target": str(lower)} if overlay else None}  # fmt: skip
@@ -78,7 +78,7 @@ def test_the_confined_process_sees_and_reaches_only_its_own(tmp_path):
     assert status == (True, ""), result.stderr
     facts = json.loads(result.stdout)
     assert facts["uid"] == sandbox.INSIDE_UID  # no root, no capability after exec
-    interpreter = {p.split("/")[1] for p in sandbox.interpreter_folders(sys.executable)}
+    interpreter = {p.split("/")[1] for p in interpreters.interpreter_folders(sys.executable)}
     assert set(facts["root"]) <= {"bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "sys", "tmp", "usr",
                                   *interpreter}  # fmt: skip
     assert facts["pids"][0] == 1 and facts["pid"] < 10  # a PID namespace of its own

@@ -565,14 +565,16 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def test_commands_in_process_with_json_everywhere(tmp_path, capsys):
     led = ["--ledger", str(tmp_path / "l.sqlite")]
-    code, out, _ = run(capsys, "sets", "list", *led, "--json")
-    assert (code, json.loads(out)) == (0, [])
+    code, out, err = run(capsys, "sets", "list", *led, "--json")
+    assert (code, out) == (2, "") and "no such ledger" in err  # a misspelt path is never an empty listing
     assert not (tmp_path / "l.sqlite").exists()  # reading creates no ledger
     code, out, _ = run(capsys, "sets", "create", "h", "--role", "holdout_live", "--source", LIVE, "--cutoff", "2025-03-10",
                        "--dataset", str(DATASET), "--instance-id", INTERVALS, "--instance-id", CSVLITE, *led, "--json")  # fmt: skip
     created = json.loads(out)
     assert code == 0 and created["record"]["set_id"] == "h@v1"
     assert [t["instance_id"] for t in created["details"]["tasks"]] == [INTERVALS, CSVLITE]
+    code, out, _ = run(capsys, "sets", "list", *led, "--json")
+    assert (code, [row["set_id"] for row in json.loads(out)]) == (0, ["h@v1"])
     code, out, _ = run(capsys, "sets", "show", "h@v1", *led, "--json")
     assert json.loads(out)["record"] == created["record"]
     code, out, _ = run(capsys, "sets", "gate", "h", "--cutoff", "2025-03-11", *led, "--json")

@@ -258,7 +258,14 @@ def cmd_receipt(args: argparse.Namespace) -> int:
                               "info": data.get("info")}}  # fmt: skip
     text = json.dumps(receipt(envelope, args.run), indent=2, ensure_ascii=False) + "\n"
     if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+        from ..atomic import fallback, write_whole
+        from ..errors import EXIT_INFRASTRUCTURE
+
+        try:
+            write_whole(args.out, text)
+        except OSError as exc:
+            fallback(args.command, "--out", args.out, exc, text)
+            return EXIT_INFRASTRUCTURE
     else:
         sys.stdout.write(text)
     return 0

@@ -214,21 +214,35 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
               f"recorded ({unrecorded[0]}); their verdicts are in this command's output only", file=sys.stderr)  # fmt: skip
     if logs.failed:
         report["log_error"] = {"unwritten": len(logs.failed), "first": logs.failed[0]}
+    lost = False
     if report_path is not None:
-        report_path.parent.mkdir(parents=True, exist_ok=True)
+        from ..atomic import fallback as unwritten, write_new, write_whole
+
         written: list[str] = []
         for model, run_report in batch.swebench_run_reports(ordered, jobs, run_ids).items():
             path = batch.run_report_path(report_path.parent, model, run_id)  # SWE-bench's {model}.{run_id}.json
-            try:
-                with path.open("x", encoding="utf-8") as handle:  # never overwritten (checked before grading, too)
-                    handle.write(json.dumps(run_report, indent=2) + "\n")
+            try:  # whole or not at all, and never over one that is there (checked before grading, too)
+                write_new(path, json.dumps(run_report, indent=2) + "\n")
             except FileExistsError:
                 print(f"objective-score grade-batch: the run report {path} appeared while grading: NOT overwritten",
                       file=sys.stderr)  # fmt: skip
                 continue
+            except OSError as exc:  # the results are in the ledger: a rerun with --run-id writes it
+                unwritten(args.command, "run report", path, exc, None)
+                lost = True
+                continue
             written.append(str(path))
         report["swebench_reports"] = written
-        report_path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        text = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+        try:
+            write_whole(report_path, text)
+        except OSError as exc:
+            unwritten(args.command, "--report", report_path, exc, None if args.json else text)
+            lost = True
+    if lost:
+        if args.json:
+            print(json.dumps(report, indent=2, ensure_ascii=False))
+        return EXIT_INFRASTRUCTURE
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:

@@ -15,10 +15,10 @@ from typing import Any
 
 from .. import nesting
 from .. import options
-from ..errors import CommandError, ledger_problem
+from ..errors import EXIT_INFRASTRUCTURE, CommandError, ledger_problem
 from ..ledger import DEFAULT_LEDGER
 from . import HELP
-from .shared import add_patch_limit, add_runner_options, compute_rate, hidden_paths, reruns, write_whole
+from .shared import add_patch_limit, add_runner_options, compute_rate, hidden_paths, reruns
 
 __all__ = ["artifact_list", "cmd_grade", "register", "task_audit"]
 
@@ -52,13 +52,12 @@ def _image_of(args: argparse.Namespace, instance_id: str) -> str | None:
 def _read_patch(value: str, limit: int | None = None) -> bytes:
     """The candidate, read to at most ``limit + 1`` bytes: a larger one is refused by the runner
     without the grader ever holding it whole (memory stays flat whatever its size)."""
+    from ..inputs import InputProblem, read_bytes
+
     try:
-        if value == "-":
-            return sys.stdin.buffer.read() if limit is None else sys.stdin.buffer.read(limit + 1)
-        with open(value, "rb") as handle:
-            return handle.read() if limit is None else handle.read(limit + 1)
-    except OSError as exc:
-        raise CommandError(f"--patch {value}: {exc.strerror}") from None
+        return read_bytes(value, None if limit is None else limit + 1)
+    except InputProblem as exc:
+        raise CommandError(f"--patch {value}: {exc}") from None
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
@@ -84,10 +83,12 @@ def cmd_grade(args: argparse.Namespace) -> int:
                            "(at --repo-dir)")  # fmt: skip
     test_patch = None
     if args.test_patch:
+        from ..inputs import InputProblem, read_bytes
+
         try:
             # bytes, not text mode: a CRLF patch must keep its line endings to apply
-            test_patch = Path(args.test_patch).read_bytes().decode("utf-8", "surrogateescape")
-        except OSError as exc:
+            test_patch = read_bytes(args.test_patch).decode("utf-8", "surrogateescape")
+        except InputProblem as exc:
             raise CommandError(f"--test-patch {args.test_patch}: {exc}") from None
     harness_cost = _harness_cost(args)
     request = GradeRequest(
@@ -149,9 +150,16 @@ def _finish_grade(args: argparse.Namespace, envelope: dict[str, Any], source: st
     # no ledger, no audit record to consult: unknown; a ledger that cannot be read: unknown too
     settle(envelope, None if ledger_path is None else task_audit(ledger_path, instance_fields))
     envelope["ledger"] = None if ledger_path is None else {"path": str(ledger_path), "seq": None, "pending": True}
+    from ..atomic import fallback, write_whole
+
     out = Path(args.out) if args.out else None
+    lost: list[tuple[str, Path, OSError]] = []  # outputs that could not be written: said, and printed instead
     if out is not None:
-        write_whole(out, dumps(envelope))  # the verdict is on disk before the ledger is appended
+        try:
+            write_whole(out, dumps(envelope))  # the verdict is on disk before the ledger is appended
+        except OSError as exc:
+            lost.append(("--out", out, exc))
+            out = None
     written = []
     ledger_line = ""
     seq = None
@@ -166,14 +174,25 @@ def _finish_grade(args: argparse.Namespace, envelope: dict[str, Any], source: st
             print(f"objective-score {args.command}: ledger {ledger_path}: the run was NOT recorded: {problem} "
                   f"(the verdict stands: exit {exit_code})", file=sys.stderr, flush=True)  # fmt: skip
         if out is not None:
-            write_whole(out, dumps(envelope))  # now with what became of the ledger entry
+            try:
+                write_whole(out, dumps(envelope))  # now with what became of the ledger entry
+            except OSError as exc:  # the first version (ledger pending) stays: said, and printed
+                lost.append(("--out", out, exc))
+                out = None
     if args.receipt:
         path = Path(args.receipt)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(receipt(envelope, seq), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        written.append(f"receipt written to: {path}")
+        text = json.dumps(receipt(envelope, seq), indent=2, ensure_ascii=False) + "\n"
+        try:
+            write_whole(path, text)
+            written.append(f"receipt written to: {path}")
+        except OSError as exc:
+            fallback(args.command, "--receipt", path, exc, text)
+            exit_code = EXIT_INFRASTRUCTURE
     if out is not None:
         written.append(f"score written to: {out}")
+    for option, place, failure in lost:  # the verdict in full on standard output (once, with --json too)
+        fallback(args.command, option, place, failure, None if args.json else dumps(envelope))
+        exit_code = EXIT_INFRASTRUCTURE
     if args.json:
         print(json.dumps(envelope, indent=2, ensure_ascii=False))
     else:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..errors import CommandError
-from ..ledger import DEFAULT_LEDGER
+from ..ledger import DEFAULT_LEDGER, KNOWN_KINDS
 from . import HELP
 from .shared import existing_ledger
 
@@ -74,7 +74,14 @@ def cmd_ledger_export(args: argparse.Namespace) -> int:
         lines = [json.dumps(entry.to_dict(), ensure_ascii=False) for entry in ledger.entries()]
     text = "".join(line + "\n" for line in lines)
     if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+        from ..atomic import fallback, write_whole
+        from ..errors import EXIT_INFRASTRUCTURE
+
+        try:
+            write_whole(args.out, text)
+        except OSError as exc:  # the entries stay in the ledger: said, nothing printed in their place
+            fallback(args.command, "--out", args.out, exc, None)
+            return EXIT_INFRASTRUCTURE
     else:
         sys.stdout.write(text)
     return 0
@@ -97,6 +104,10 @@ def cmd_ledger_show(args: argparse.Namespace) -> int:
     rows = []
     kinds: dict[str, int] = {}
     with Ledger(existing_ledger(args), read_only=True) as ledger:
+        present = ledger.kinds()
+        if args.kind not in ("score", "all") and args.kind not in KNOWN_KINDS and args.kind not in present:
+            raise CommandError(f"--kind {args.kind}: no such kind of entry (this ledger holds "
+                               f"{', '.join(present) or 'no entries'}; known kinds: {', '.join(sorted(KNOWN_KINDS))})")
         for entry in ledger.entries(None if args.kind in ("score", "all") else args.kind):
             kinds[entry.kind] = kinds.get(entry.kind, 0) + 1
             data = entry.data

@@ -270,10 +270,11 @@ def cmd_create(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     path = _path(args)
-    states: dict[str, sets.SetState] = {}
-    if path.exists():
-        with Ledger(path) as ledger:
-            states = sets.load_sets(ledger)
+    if not path.exists():  # never an empty, successful listing of a ledger that is not there (a misspelt path)
+        raise sets.SetError(f"--ledger {path}: no such ledger (create a set with objective-score sets create, or "
+                            "give --ledger PATH)")  # fmt: skip
+    with Ledger(path, read_only=True) as ledger:
+        states = sets.load_sets(ledger)
     rows = [{**state.record.to_dict(), "task_count": len(state.tasks), "cutoff": state.cutoff,
              "versions": state.latest_version} for state in states.values()]  # fmt: skip
     if args.json:
@@ -368,10 +369,14 @@ def cmd_gate(args: argparse.Namespace) -> int:
                                     f"of {state.set_id}: {why}; a changed instance is a different task")  # fmt: skip
         report["dataset"] = str(args.dataset)
         if args.out:
+            from ..atomic import write_whole
+
             out = Path(args.out)
-            out.parent.mkdir(parents=True, exist_ok=True)
             lines = [json.dumps(dict(instances[tid].fields), ensure_ascii=False) for tid in result.eligible]
-            out.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+            try:
+                write_whole(out, "".join(line + "\n" for line in lines))
+            except OSError as exc:
+                raise sets.SetError(f"--out {out}: NOT written ({exc.strerror or exc})") from None
             report["out"] = str(out)
     if args.json:
         _print_json(report)

@@ -26,7 +26,6 @@ __all__ = [
     "hidden_paths",
     "probe_environments",
     "reruns",
-    "write_whole",
 ]
 
 
@@ -123,22 +122,10 @@ def compute_rate(args: argparse.Namespace) -> float:
 def existing_ledger(args: argparse.Namespace) -> Path:
     """``--ledger`` (default :data:`~pytest_objective_scoring.ledger.DEFAULT_LEDGER`), which must exist: the commands
     that only read a ledger never create one."""
+    from ..inputs import stat_problem
+
     path = Path(args.ledger) if args.ledger else DEFAULT_LEDGER
-    if not path.exists():
-        raise CommandError(f"--ledger {path}: no such ledger")
+    found, problem = stat_problem(path)
+    if found is None:
+        raise CommandError(f"--ledger {path}: " + ("no such ledger" if problem == "no such file or directory" else str(problem)))
     return path
-
-
-def write_whole(path: Path, text: str) -> None:
-    """Write ``path`` whole or not at all when it is a plain file (a crash or a full disk keeps the
-    version before); anything else (a symlink, a pipe, /dev/stdout) is written in place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.is_symlink() or (path.exists() and not path.is_file()):
-        path.write_text(text, encoding="utf-8")
-        return
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    try:
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
