@@ -51,6 +51,36 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+ENV_LEDGER = "OBJECTIVE_SCORE_LEDGER"
+
+
+def ledger_from_environment(args: argparse.Namespace) -> None:
+    """``$OBJECTIVE_SCORE_LEDGER`` as ``--ledger`` for a command that takes one when neither
+    ``--ledger`` nor ``--no-ledger`` is given (the command line wins)."""
+    import os
+
+    value = os.environ.get(ENV_LEDGER)
+    if value and hasattr(args, "ledger") and args.ledger is None and not getattr(args, "no_ledger", False):
+        args.ledger = value
+
+
+def _internal_error(command: str) -> int:
+    """The grader's own failure: an infrastructure failure (exit 3), never "not resolved"."""
+    import traceback
+
+    traceback.print_exc()
+    print(f"objective-score {command}: internal error (infrastructure failure, exit 3)", file=sys.stderr)
+    return EXIT_INFRASTRUCTURE
+
+
+def _last_frame(exc: BaseException) -> str | None:
+    """The name of the function that raised ``exc``."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return None if tb is None else tb.tb_frame.f_code.co_name
+
+
 def _print(message: str | None, file: Any = None) -> None:
     """argparse's printing, less its silence about write errors."""
     if message:
@@ -127,9 +157,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise
     handler: Callable[[argparse.Namespace], int] = args.handler
     import signal
+    import threading
 
-    signal.signal(signal.SIGTERM, terminate)  # SIGTERM stops a command as Ctrl-C does, exit 143
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, terminate) if main_thread else None  # as Ctrl-C does, exit 143
     try:
+        ledger_from_environment(args)
         # before any work: every output path the command line names, and the optional dependencies it needs
         problems = outputs.problems_of(args)
         extra = outputs.extra_problem(args)
@@ -142,19 +175,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except BrokenPipeError:  # `objective-score ... | head`: the reader has what it wanted; end quietly
         return outputs.closed_pipe()
+    except SystemExit as exc:  # rich ends a table printed into a closed pipe with exit 1: a closed pipe is 141
+        if exc.code == 1 and _last_frame(exc) == "on_broken_pipe":
+            return outputs.closed_pipe()
+        raise
     except KeyboardInterrupt as exc:
         print(f"objective-score {args.command}: interrupted{' (SIGTERM)' if isinstance(exc, Terminated) else ''}",
               file=sys.stderr)  # fmt: skip
         return interrupted_status(exc)
+    except OSError as exc:  # a full disk (or quota) anywhere: one line, an infrastructure failure
+        import errno
+
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            return _internal_error(args.command)
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"objective-score {args.command}: infrastructure failure (exit 3): {exc.strerror}{where}; what was "
+              "written before stays as it was", file=sys.stderr)  # fmt: skip
+        return EXIT_INFRASTRUCTURE
     except Exception as exc:
         if isinstance(exc, _bad_input()):
             print(f"objective-score {args.command}: error: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
-        import traceback  # the grader's own failure is an infrastructure failure, never "not resolved"
-
-        traceback.print_exc()
-        print(f"objective-score {args.command}: internal error (infrastructure failure, exit 3)", file=sys.stderr)
-        return EXIT_INFRASTRUCTURE
+        return _internal_error(args.command)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
 
 if __name__ == "__main__":  # pragma: no cover

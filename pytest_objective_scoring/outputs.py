@@ -38,7 +38,7 @@ DIR = "dir"
 # (command, action or None) -> the options that name an output, and what each names
 OUTPUTS: dict[tuple[str, str | None], tuple[tuple[str, str], ...]] = {
     ("grade", None): (("--out", FILE), ("--receipt", FILE)),
-    ("grade-batch", None): (("--report", FILE),),
+    ("grade-batch", None): (("--report", FILE), ("--report_dir", DIR)),
     ("grade-samples", None): (("--out", FILE),),
     ("ledger", "export"): (("--out", FILE),),
     ("harbor", "run"): (("--out", DIR),),
@@ -151,6 +151,8 @@ def ledger_file_problem(args: argparse.Namespace) -> str | None:
     path = Path(value)
     try:
         found = path.stat()
+    except PermissionError:
+        return f"--ledger {path}: permission denied (a folder on its path cannot be entered)"
     except OSError:
         return None
     if not stat.S_ISREG(found.st_mode) or found.st_size:

@@ -138,4 +138,7 @@ def _path(config: Any, value: str | None, source: str) -> Path | None:
     if not value:
         return None
     base = Path(config.rootpath) if source == "config file" else Path(config.invocation_params.dir)
-    return (base / str(value)).resolve()
+    try:
+        return (base / str(value)).resolve()
+    except (OSError, RuntimeError):  # a link loop (RuntimeError before 3.13): said where the file is read
+        return Path(os.path.abspath(base / str(value)))

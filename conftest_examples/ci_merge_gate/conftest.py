@@ -2,7 +2,7 @@
 
 In CI, run ``OBJECTIVE_GATE=1 pytest``: the run is graded against
 ``.objective/instance.json`` (its FAIL_TO_PASS and PASS_TO_PASS ids), pytest
-exits 0 only if the task is resolved (1 not resolved, 3 no verdict), and the
+exits 0 only if the task is resolved (1 not resolved, 6 no verdict), and the
 envelope lands in ``.objective-scoring/score.json`` for the CI to archive.
 Locally, without the variable, pytest runs as usual.
 """

@@ -165,7 +165,12 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     used = {job.instance.instance_id: assigned[job.instance.instance_id] for job in jobs}
     versions = probe_environments(list(used.values()), images=not args.scheduler, engine=args.engine)  # before anything is graded
+    if args.report and args.report_dir:
+        raise CommandError(f"--report {args.report} and --report_dir {args.report_dir} contradict each other: give one")
     report_path = Path(args.report) if args.report else None
+    if args.report_dir:  # SWE-bench's: the run reports in DIR, and this command's report beside them
+        Path(args.report_dir).mkdir(exist_ok=True)  # its parent exists (checked before work)
+        report_path = Path(args.report_dir) / f"objective-score.{run_id}.json"
     problems = batch.check_outputs(jobs, run_id, log_dir, report_path)
     if problems:
         raise CommandError(problems_text("\n".join(problems), "output path"))
@@ -246,7 +251,7 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:
-        _batch_table(summary, ledger_path, args.report, report["log_dir"])
+        _batch_table(summary, ledger_path, None if report_path is None else str(report_path), report["log_dir"])
     return EXIT_INFRASTRUCTURE if any(row["failure_class"] == "infrastructure_failure" for row in ordered) else 0
 
 
@@ -271,17 +276,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         description="Grade every prediction of a SWE-bench predictions file, writing each result "
                         "to the ledger as it arrives.",
                         epilog=BATCH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    gb.add_argument("--dataset", required=True, metavar="FILE", help="The instances (JSON array or JSONL)")
-    gb.add_argument("--predictions", required=True, metavar="FILE", help="The predictions (JSONL, JSON list or object)")
+    gb.add_argument("--dataset", "--dataset_name", required=True, metavar="FILE",
+                    help="The instances (JSON array or JSONL; a file: nothing is downloaded)")
+    gb.add_argument("--predictions", "--predictions_path", required=True, metavar="FILE",
+                    help="The predictions (JSONL, JSON list or object)")
     gb.add_argument("--repos", metavar="DIR", help="Where repositories are checked out: DIR/owner/name (not needed when "
                     "every instance is graded in an image: --environments)")  # fmt: skip
-    gb.add_argument("--workers", type=int, default=1, metavar="N", help="Gradings at once on this machine (default: 1)")
+    gb.add_argument("--workers", "--max_workers", type=int, default=1, metavar="N", help="Gradings at once on this machine (default: 1)")
     gb.add_argument("--scheduler", metavar="ADDRESS", help="Run the gradings on this Dask scheduler (tcp://host:8786)")
-    gb.add_argument("--instance-ids", nargs="+", metavar="ID", help="Grade only the predictions for these instances "
+    gb.add_argument("--instance-ids", "--instance_ids", nargs="+", metavar="ID", help="Grade only the predictions for these instances "
                     "(each must be in the dataset and have a prediction)")
     gb.add_argument("--report", metavar="FILE", help="Write a JSON report with one entry per prediction, and beside it "
                     "SWE-bench's run report per model ({model}.{run_id}.json; never overwritten)")
-    gb.add_argument("--run-id", metavar="NAME", default=None, help="This run's name, in the run reports' file names and the "
+    gb.add_argument("--report_dir", "--report-dir", dest="report_dir", metavar="DIR", default=None,
+                    help="SWE-bench's spelling: write the run reports ({model}.{run_id}.json) and this command's "
+                    "report (objective-score.{run_id}.json) into DIR (made if missing; its parent must exist; not with --report)")
+    gb.add_argument("--run-id", "--run_id", metavar="NAME", default=None, help="This run's name, in the run reports' file names and the "
                     "log tree (default: a UTC timestamp, YYYYMMDD-HHMMSS); a run id is continued, never overwritten")
     gb.add_argument("--log-dir", metavar="DIR", default="logs", help="Write SWE-bench's per-instance log tree "
                     "DIR/run_evaluation/RUN_ID/MODEL/INSTANCE_ID/ (default: logs)")

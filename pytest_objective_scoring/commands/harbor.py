@@ -195,6 +195,7 @@ def cmd_harbor_run(args: argparse.Namespace) -> int:
         dump,
         run_task,
     )
+    from ..harbor.run import OutputsNotWritten
     from ..runner import BadInput, resolve_python
 
     spec = _load(args.task)
@@ -232,6 +233,12 @@ def cmd_harbor_run(args: argparse.Namespace) -> int:
             print("objective-score harbor: interrupted; the tests were stopped and every container removed; nothing "
                   "was recorded", file=sys.stderr)  # fmt: skip
         return interrupted_status(exc)
+    except OutputsNotWritten as exc:  # the verdict stands; printed in full, since --out could not hold it
+        from ..atomic import fallback
+        from ..errors import EXIT_INFRASTRUCTURE
+
+        fallback(args.command + " run", "--out", args.out, exc, dump(exc.result.to_dict()))
+        return EXIT_INFRASTRUCTURE
     except TaskError as exc:
         raise _error(str(exc)) from None
     except Refused as exc:

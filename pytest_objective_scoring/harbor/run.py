@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .. import __version__
+from ..atomic import write_whole
 from ..errors import EXIT_BAD_INPUT
 from ..remade import Remade
 from .check import (
@@ -252,11 +253,11 @@ def write_outputs(out: Path, verification: Verification, document: dict[str, Any
     script = verification.script or {}
     if verification.status == "verdict" and verification.reward is not None and script.get("decides"):
         for name, text in script["reward_files"].items():  # the script's own files, verbatim
-            (out / name).write_text(text, encoding="utf-8")
+            write_whole(out / name, text)
             written.append(str(out / name))
     elif verification.status == "verdict" and verification.reward is not None:
         name, text = verification.reward.reward_file()
-        (out / name).write_text(text, encoding="utf-8")
+        write_whole(out / name, text)
         written.append(str(out / name))
     artifacts = out / "artifacts"
     shutil.rmtree(artifacts, ignore_errors=True)
@@ -270,8 +271,17 @@ def write_outputs(out: Path, verification: Verification, document: dict[str, Any
         written.append(str(out / TEST_STDOUT))
     written.append(str(out / RESULT_FILE))
     document["written"] = written
-    (out / RESULT_FILE).write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_whole(out / RESULT_FILE, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     return written
+
+
+class OutputsNotWritten(OSError):
+    """The run finished but its outputs could not be written (a full disk): the result rides along,
+    so that the command prints it instead of losing it."""
+
+    def __init__(self, result: HarborRun, cause: OSError) -> None:
+        OSError.__init__(self, cause.errno, cause.strerror or str(cause), cause.filename)
+        self.result = result
 
 
 def run_task(spec: TaskSpec, options: RunOptions, engine: EngineStatus | None = None) -> HarborRun:
@@ -334,7 +344,10 @@ def run_task(spec: TaskSpec, options: RunOptions, engine: EngineStatus | None = 
             result.workspace = str(workspace)
         if options.ledger is not None:
             result.ledger = record_run(options.ledger, result)
-        result.written = write_outputs(out, result.verification, result.to_dict(), result.verifications)
+        try:
+            result.written = write_outputs(out, result.verification, result.to_dict(), result.verifications)
+        except OSError as exc:
+            raise OutputsNotWritten(result, exc) from None
         return result
     finally:
         if not options.keep:
