@@ -19,6 +19,7 @@ from typing import Final
 COMMANDS: Final = (
     ("grade", "grade", "Grade one candidate patch in an isolated copy of a repository"),
     ("demo", "demo", "Grade the bundled example candidates and print their Scores"),
+    ("examples", "examples", "Copy the examples the README's walk-through uses (projects, patches, datasets, reports) into DIR"),
     ("ledger", "ledger", "Verify, export or list the append-only ledger"),
     ("batch", "grade-batch", "Grade a predictions file against a dataset, in parallel or on a cluster"),
     ("sets", "sets", "Benchmark sets: development, regression and holdout_live; burning, rotation, timestamp gating"),
