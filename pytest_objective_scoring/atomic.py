@@ -111,12 +111,12 @@ def write_new(path: str | os.PathLike[str], text: str | bytes) -> None:
         partial.unlink(missing_ok=True)
 
 
-def why(exc: OSError) -> str:
+def why(exc: BaseException) -> str:
     """An output's failure in words (``No space left on device``, ...)."""
-    return exc.strerror or " ".join(str(exc).split()) or type(exc).__name__
+    return getattr(exc, "strerror", None) or " ".join(str(exc).split()) or type(exc).__name__
 
 
-def fallback(command: str, option: str, path: object, exc: OSError, text: str | None) -> None:
+def fallback(command: str, option: str, path: object, exc: BaseException, text: str | None) -> None:
     """Say on standard error that ``option path`` could not be written, and print ``text`` (the
     verdict or the report it held) in full on standard output, so it is never lost."""
     tail = "; it follows on standard output" if text is not None else ""

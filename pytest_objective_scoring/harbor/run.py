@@ -275,12 +275,12 @@ def write_outputs(out: Path, verification: Verification, document: dict[str, Any
     return written
 
 
-class OutputsNotWritten(OSError):
+class OutputsNotWritten(Remade, RuntimeError):
     """The run finished but its outputs could not be written (a full disk): the result rides along,
-    so that the command prints it instead of losing it."""
+    so that the command prints it instead of losing it. ``why``: the write's failure in words."""
 
-    def __init__(self, result: HarborRun, cause: OSError) -> None:
-        OSError.__init__(self, cause.errno, cause.strerror or str(cause), cause.filename)
+    def __init__(self, result: HarborRun, why: str) -> None:
+        RuntimeError.__init__(self, why)
         self.result = result
 
 
@@ -347,7 +347,7 @@ def run_task(spec: TaskSpec, options: RunOptions, engine: EngineStatus | None = 
         try:
             result.written = write_outputs(out, result.verification, result.to_dict(), result.verifications)
         except OSError as exc:
-            raise OutputsNotWritten(result, exc) from None
+            raise OutputsNotWritten(result, exc.strerror or str(exc)) from None
         return result
     finally:
         if not options.keep:
