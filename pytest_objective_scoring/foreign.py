@@ -36,6 +36,11 @@ Django's ``tests/runtests.py`` and SymPy's ``bin/test`` leave no JUnit XML, only
 output: :mod:`.runner_logs` grades those logs, and the two entry points here dispatch to it
 (:data:`LOG_RUNNERS`, ``runner="django"`` / ``"sympy"``, or detected from the log's content),
 so ``grade --from-report LOG --runner django|sympy`` goes through the same door as JUnit XML.
+:func:`grade_from_report` is that door: which runner wrote the file, told from its content, then
+its grading, the file read once (a JUnit file is parsed once for both).
+
+A JUnit file is read in chunks (:func:`.reports.read_xml`): what is kept grows with the number
+of testcases, never with their captured output; a pipe is read once, into a temporary copy.
 
 This module never imports pytest.
 
@@ -46,18 +51,21 @@ matching index and one fold into phase facts; a module per writer would scatter 
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
 import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import chain
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from . import outcomes as oc
 from .instances import Instance
 from .outcomes import Collector
-from .reports import ReportError
+from .reports import Progress, ReportError, ReportInput, Say, grading, read_head, read_xml, seekable
 from .reports import XmlNode as _Node
 from .scorer import HINT_LIMIT, Grading, grade, make_score
 
@@ -74,6 +82,7 @@ __all__ = [
     "LOG_RUNNERS",
     "SuiteEvent",
     "detect_runner",
+    "grade_from_report",
     "grade_junit",
     "read_junit",
     "test_id",
@@ -143,7 +152,7 @@ class JUnitError(ReportError):
 # --------------------------------------------------------------------------- records
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class JUnitCase:
     """One ``<testcase>`` that stands for one test, as the runner reported it."""
 
@@ -162,7 +171,7 @@ class JUnitCase:
     line: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SuiteEvent:
     """A result for a whole class, file, package or run rather than for one test.
 
@@ -283,32 +292,27 @@ test_id.__test__ = False  # type: ignore[attr-defined]  # not a test, when a tes
 # --------------------------------------------------------------------------- reading
 
 
-def _read(path: Path) -> bytes:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise JUnitError(path, "no such file or directory") from None
-    except OSError as exc:
-        raise JUnitError(path, f"cannot be read: {exc.strerror}") from None
-    head = data.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if not head:
-        raise JUnitError(path, f"is empty (no report was written: did the run die first?); {EXPECTED}")
-    if not head.startswith(b"<"):
-        sample = head[:20].decode("utf-8", "replace")
-        raise JUnitError(path, f"is not XML (it starts with {sample!r}); {EXPECTED}", line=1)
-    return data
-
-
-def _parse_xml(path: Path, data: bytes) -> _Node:
-    """A small tree with line numbers (the parser :mod:`.reports` uses); DOCTYPEs refused."""
-    from .reports import parse_xml
-
-    root: _Node = parse_xml(path, data, text_tags=_TEXT_TAGS, error=JUnitError,
-                            doctype="declares a DOCTYPE, which no JUnit writer does")  # fmt: skip
+def _load(file: Path, name: Path | None = None, progress: Say | None = None) -> tuple[_Node, str]:
+    """A JUnit file read in chunks (``name`` names it: ``file`` may be a pipe's copy): its tree, as
+    :func:`.reports.read_xml` keeps it (DOCTYPEs refused), and its sha256."""
+    name = name or file
+    with ReportInput(file, name, error=JUnitError, missing="no such file or directory",
+                     directory=f"cannot be read: {os.strerror(errno.EISDIR)}", expected=EXPECTED) as opened:  # fmt: skip
+        chunks = opened.chunks()
+        read, head = read_head(chunks)
+        if not head:
+            raise JUnitError(name, f"is empty (no report was written: did the run die first?); {EXPECTED}")
+        if not head.startswith(b"<"):
+            sample = head[:20].decode("utf-8", "replace")
+            raise JUnitError(name, f"is not XML (it starts with {sample!r}); {EXPECTED}", line=1)
+        root = read_xml(name, chain(read, chunks), text_tags=_TEXT_TAGS, error=JUnitError,
+                        doctype="declares a DOCTYPE, which no JUnit writer does",
+                        progress=Progress(progress, "reading", name, opened.size, "test cases"))  # fmt: skip
+        digest = opened.digest.hexdigest()
     if root.tag not in ("testsuites", "testsuite"):
-        raise JUnitError(path, f"its root element is <{root.tag}>; expected <testsuites> or <testsuite> (JUnit XML)",
+        raise JUnitError(name, f"its root element is <{root.tag}>; expected <testsuites> or <testsuite> (JUnit XML)",
                          line=root.line)  # fmt: skip
-    return root
+    return root, digest
 
 
 def _report_files(path: Path, runner: str | None) -> list[Path]:
@@ -349,6 +353,25 @@ def _cases(root: _Node) -> Iterator[tuple[_Node, _Node | None]]:
     yield from walk(root, root if root.tag == "testsuite" else None)
 
 
+def _case_places(root: _Node) -> Iterator[tuple[_Node, _Node | None, Sequence[_Node], int]]:
+    """:func:`_cases`, each with where it stands (the children holding it, its index), so that a
+    reader may let go of it there once read."""
+    walking: list[tuple[Sequence[_Node], int, _Node | None]] = [(root.children, 0, root if root.tag == "testsuite" else None)]
+    while walking:
+        kids, index, suite = walking.pop()
+        while index < len(kids):
+            child = kids[index]
+            index += 1
+            if child.tag == "testsuite":
+                walking.append((kids, index, suite))
+                kids, index, suite = child.children, 0, child
+            elif child.tag == "testcase":
+                yield child, suite, kids, index - 1
+
+
+_USED: Final = _Node("", {}, 0)  # what stands in a tree for a testcase read and let go of
+
+
 def _properties(root: _Node) -> dict[str, str]:
     props: dict[str, str] = {}
     for suite in [root, *_suites(root)]:
@@ -377,20 +400,22 @@ def _detect(root: _Node, filename: str) -> str | None:
     props = _properties(root)
     if "go.version" in props:
         return GO
-    pairs = [(c.attrs, s.attrs.get("name") if s is not None else None) for c, s in _cases(root)]
-    if root.attrs.get("name") == "jest tests" or any(a.get("classname") == _JEST_SUITE_FAILED for a, _ in pairs):
+    def pairs() -> Iterator[tuple[Mapping[str, str], str | None]]:  # read again for each rule: nothing is held
+        return ((c.attrs, s.attrs.get("name") if s is not None else None) for c, s in _cases(root))
+
+    if root.attrs.get("name") == "jest tests" or any(a.get("classname") == _JEST_SUITE_FAILED for a, _ in pairs()):
         return JEST
     if _is_pytest(root):
         return None
     if "surefire.test.class.path" in props or ("java.version" in props and filename.startswith("TEST-")):
         return SUREFIRE
-    if not pairs:
+    if next(pairs(), None) is None:
         return None
     if all(a.get("classname") == suite and (_GO_NAME.match(a.get("name", "")) or _GO_BUILD.match(a.get("name", ""))
                                             or a.get("name") == "Failure")  # go-junit-report's runtime error
-           for a, suite in pairs):  # fmt: skip
+           for a, suite in pairs()):  # fmt: skip
         return GO
-    if all(a.get("classname") and a.get("classname") == a.get("name") for a, _ in pairs):
+    if all(a.get("classname") and a.get("classname") == a.get("name") for a, _ in pairs()):
         return JEST
     return None
 
@@ -405,15 +430,16 @@ def detect_runner(path: str | Path) -> str | None:
     :class:`JUnitError` for a file that cannot be read or parsed.
     """
     path = Path(path)
-    first = _report_files(path, None)[0]
-    try:
-        data = _read(first)
-    except JUnitError:
-        logged = _log_runner(first)
-        if logged is not None:
-            return logged
-        raise
-    return _detect(_parse_xml(first, data), first.name)
+    with seekable(path, error=JUnitError, expected=EXPECTED) as source:
+        first = _report_files(source, None)[0]
+        try:
+            root, _ = _load(first)
+        except JUnitError:
+            logged = _log_runner(first)
+            if logged is not None:
+                return logged
+            raise
+        return _detect(root, first.name)
 
 
 def _log_runner(path: Path) -> str | None:
@@ -421,7 +447,8 @@ def _log_runner(path: Path) -> str | None:
     from .runner_logs import detect_log_runner
 
     try:
-        head = path.read_bytes()[:64].lstrip(b"\xef\xbb\xbf \t\r\n")
+        with open(path, "rb") as handle:
+            head = handle.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")
     except OSError:
         return None
     if not head or head.startswith((b"<", b"{")) or re.match(rb"\[\s*[\[{\"\]]", head):  # XML or JSON
@@ -499,40 +526,62 @@ def _go_event(name: str, classname: str, suite: str, node: _Node) -> tuple[str, 
     return None
 
 
-def read_junit(path_or_dir: str | Path, runner: str | None = None) -> JUnitRun:
+def read_junit(path_or_dir: str | Path, runner: str | None = None, *, progress: Say | None = None) -> JUnitRun:
     """Read a runner's JUnit report (a file, or a directory of Surefire's ``TEST-*.xml``).
 
     ``runner`` is one of :data:`RUNNERS`; None detects it from the content
     (:func:`detect_runner`). Raises :class:`JUnitError` for a file that cannot be read,
     is not JUnit XML, is malformed or (with no runner given) cannot be attributed to one.
+    ``progress`` hears how far a long read is (:class:`.reports.Progress`).
     """
-    path = Path(path_or_dir)
+    return _read_junit(Path(path_or_dir), runner, progress)
+
+
+def _read_junit(path: Path, runner: str | None, progress: Say | None, said: Progress | None = None) -> JUnitRun:
     if runner is not None and runner not in RUNNERS:
         raise ValueError(f"unknown runner {runner!r}; expected one of {', '.join(RUNNERS)}")
-    files = _report_files(path, runner)
-    parsed = []
-    for file in files:
-        data = _read(file)
-        parsed.append((file, data, _parse_xml(file, data)))
-    detected = _detect(parsed[0][2], parsed[0][0].name)
-    if runner is None:
-        if detected is None:
-            pytest_like = _is_pytest(parsed[0][2])
-            what = "pytest's JUnit XML (grade it as a pytest report)" if pytest_like else "no known runner's"
-            raise JUnitError(parsed[0][0], f"cannot tell which runner wrote it: it looks like {what}; name the runner, "
-                             f"one of {', '.join(RUNNERS)}")  # fmt: skip
-        runner = detected
-    digests = [(str(f), hashlib.sha256(d).hexdigest()) for f, d, _ in parsed]
-    run = JUnitRun(runner, str(path), digests, detected=detected)
+    with seekable(path, progress, error=JUnitError, expected=EXPECTED) as source:
+        files = [(f if source == path else path, f) for f in _report_files(source, runner)]
+        return _read_run(path, files, runner, [_load(files[0][1], files[0][0], progress)], progress, said)
+
+
+def _read_run(path: Path, files: list[tuple[Path, Path]], runner: str | None, first: list[tuple[_Node, str]],
+              progress: Say | None, said: Progress | None = None) -> JUnitRun:  # fmt: skip
+    """The run ``files`` hold (each ``(name, file to read)``), the first already read (``first``, let go
+    of once its testcases are read): file by file, a tree at a time, every problem raised in the
+    order reading them all first raised it (their parse errors, then the runner's, then a testcase's).
+    ``said``: the grading's progress (:func:`.reports.grading`)."""
+    root, digest = first.pop()
+    detected = _detect(root, files[0][0].name)
+    if runner is None and detected is None:
+        for name, file in files[1:]:
+            _load(file, name, progress)
+        pytest_like = _is_pytest(root)
+        what = "pytest's JUnit XML (grade it as a pytest report)" if pytest_like else "no known runner's"
+        raise JUnitError(files[0][0], f"cannot tell which runner wrote it: it looks like {what}; name the runner, "
+                         f"one of {', '.join(RUNNERS)}")  # fmt: skip
+    runner = runner or detected
+    assert runner is not None
+    run = JUnitRun(runner, str(path), [], detected=detected)
     if detected is not None and detected != runner:
         run.notes.append(f"the file looks like {detected}'s JUnit XML; it was graded as {runner}'s, as asked")
     total = 0.0
     timed = False
-    for file, _, root in parsed:
+    pending: JUnitError | None = None  # a testcase's problem waits for the other files' parse errors
+    for index, (name, file) in enumerate(files):
+        if index:
+            root, digest = _load(file, name, progress)
+        run.files.append((str(name), digest))
+        if pending is not None:
+            continue
         timed_nodes = [root] if "time" in root.attrs else [c for c in root.children if "time" in c.attrs]
         total += sum(_duration(node.attrs) for node in timed_nodes)
         timed = timed or bool(timed_nodes)
-        _read_cases(run, file, root)
+        try:
+            _read_cases(run, name, root, said)
+        except JUnitError as exc:
+            pending = exc
+            continue
         props = _properties(root)
         if runner == SUREFIRE and "java.version" in props:
             run.runtime = run.runtime or f"Java/{props['java.version']}"
@@ -542,6 +591,9 @@ def read_junit(path_or_dir: str | Path, runner: str | None = None) -> JUnitRun:
             version, _, platform = props["go.version"].partition(" ")
             run.runtime = run.runtime or version
             run.platform = run.platform or platform or None
+        del root
+    if pending is not None:
+        raise pending
     run.duration = round(total, 3) if timed else None
     if runner == JEST and run.cases and not any(c.file for c in run.cases):
         run.notes.append("the report names no test files (jest-junit's addFileAttribute or a {filepath} suite name "
@@ -549,9 +601,14 @@ def read_junit(path_or_dir: str | Path, runner: str | None = None) -> JUnitRun:
     return run
 
 
-def _read_cases(run: JUnitRun, file: Path, root: _Node) -> None:
+def _read_cases(run: JUnitRun, file: Path, root: _Node, said: Progress | None = None) -> None:
+    """The testcases of one file into ``run``; each let go of in the tree once read (the tree is used up)."""
     runner = run.runner
-    for node, suite_node in _cases(root):
+    source = str(file)
+    for node, suite_node, kids, index in _case_places(root):
+        cast("list[Any]", kids)[index] = _USED
+        if said is not None and run.cases and not len(run.cases) % 1024:
+            said.update(0, len(run.cases))
         attrs = node.attrs
         suite = suite_node.attrs.get("name", "") if suite_node is not None else ""
         classname = attrs.get("classname", "")
@@ -568,13 +625,13 @@ def _read_cases(run: JUnitRun, file: Path, root: _Node) -> None:
             runner, name, classname, suite, path_attr)  # fmt: skip
         if scoped is not None:
             if outcome != PASSED:  # a passing setup script or container says nothing about a test
-                run.events.append(SuiteEvent(runner, scoped[0], scoped[1], outcome, message, str(file), node.line,
+                run.events.append(SuiteEvent(runner, scoped[0], scoped[1], outcome, message, source, node.line,
                                              _duration(attrs)))  # fmt: skip
             continue
         full = _jest_full_name(classname, name) if runner == JEST else name
         case_id = test_id(runner, suite, classname, name, path_attr)
         run.cases.append(JUnitCase(runner, suite, classname, name, path_attr, full, case_id, outcome, message,
-                                   _duration(attrs), retries, str(file), node.line))  # fmt: skip
+                                   _duration(attrs), retries, source, node.line))  # fmt: skip
 
 
 # --------------------------------------------------------------------------- matching listed ids
@@ -608,46 +665,76 @@ def _jest_file_part(listed: str) -> tuple[str, str, str] | None:
     return None
 
 
+class _Table:
+    """Members by key, in the order they were added: a key with one member (most) holds it bare,
+    not in a list of its own (a run of hundreds of thousands of testcases has four tables)."""
+
+    __slots__ = ("_members",)
+
+    def __init__(self) -> None:
+        self._members: dict[Any, Any] = {}
+
+    def add(self, key: Any, member: Member) -> None:
+        found = self._members.get(key)
+        if found is None:
+            self._members[key] = member
+        elif type(found) is list:
+            found.append(member)
+        else:
+            self._members[key] = [found, member]
+
+    def get(self, key: Any) -> list[Any]:
+        """The members under ``key`` (a new list; empty for none)."""
+        found = self._members.get(key)
+        return [] if found is None else list(found) if type(found) is list else [found]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._members
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._members)
+
+
 class _Index:
     def __init__(self, run: JUnitRun) -> None:
         self.run = run
-        self.by_id: dict[str, list[JUnitCase]] = {}
-        self.by_name: dict[str, list[JUnitCase]] = {}  # the full name (jest), else the name
-        self.by_stem: dict[str, list[JUnitCase]] = {}  # the name without its parameters: hints only
-        self.by_alias: dict[str, list[JUnitCase]] = {}
-        self.by_owner: dict[str, list[Member]] = {}  # class, package
-        self.by_file: dict[str | None, list[JUnitCase]] = {}  # jest
+        self.by_id = _Table()
+        self.by_name = _Table()  # the full name (jest), else the name
+        self.by_stem = _Table()  # the name without its parameters: hints only
+        self.by_alias = _Table()
+        self.by_owner = _Table()  # class, package
+        self.by_file = _Table()  # jest
         self._files: dict[str, list[str]] = {}  # jest: a listed path -> the reported files it names
         for case in run.cases:
             if run.runner == JEST:
-                self.by_file.setdefault(case.file, []).append(case)
-            self.by_id.setdefault(case.test_id, []).append(case)
-            self.by_name.setdefault(case.full_name, []).append(case)
-            self.by_stem.setdefault(re.split(r"[(\[]", case.name, maxsplit=1)[0], []).append(case)
+                self.by_file.add(case.file, case)
+            self.by_id.add(case.test_id, case)
+            self.by_name.add(case.full_name, case)
+            self.by_stem.add(re.split(r"[(\[]", case.name, maxsplit=1)[0], case)
             if run.runner == SUREFIRE:
-                self.by_alias.setdefault(f"{case.classname}#{case.name}", []).append(case)
+                self.by_alias.add(f"{case.classname}#{case.name}", case)
             if run.runner in (SUREFIRE, GO):
-                self.by_owner.setdefault(case.classname or case.suite, []).append(case)
+                self.by_owner.add(case.classname or case.suite, case)
         for event in run.events:
             if run.runner in (SUREFIRE, GO) and event.scope:
-                self.by_owner.setdefault(event.scope, []).append(event)
+                self.by_owner.add(event.scope, event)
 
     def resolve(self, listed: str) -> _Match | None:
         runner = self.run.runner
         if listed in self.by_id:
-            return _Match(list(self.by_id[listed]), False, "")
+            return _Match(self.by_id.get(listed), False, "")
         if runner == SUREFIRE and listed in self.by_alias:
-            return _Match(list(self.by_alias[listed]), False, "Surefire's class#method spelling")
+            return _Match(self.by_alias.get(listed), False, "Surefire's class#method spelling")
         if runner == JEST:
             found = self._jest(listed)
             if found is not None:
                 return found
         if runner in (GO, NEXTEST) and listed in self.by_name:
             unit = "package" if runner == GO else "binary"
-            return _Match(list(self.by_name[listed]), False, f"a test name that names no {unit}")
+            return _Match(self.by_name.get(listed), False, f"a test name that names no {unit}")
         if runner in (SUREFIRE, GO) and listed in self.by_owner:
             whole = "a whole class" if runner == SUREFIRE else "a whole package"
-            return _Match(list(self.by_owner[listed]), True, whole)
+            return _Match(self.by_owner.get(listed), True, whole)
         return None
 
     def files(self, listed: str) -> list[str]:
@@ -662,21 +749,21 @@ class _Index:
             file, rest, separator = split
             named = set(self.files(file))
             if separator == "->":
-                members = [c for c in self.by_name.get(rest, []) if c.file is None or c.file in named]
+                members = [c for c in self.by_name.get(rest) if c.file is None or c.file in named]
                 how = "file->full name" if all(c.file for c in members) else "a full name (the report names no file)"
             else:
-                pool = [c for f in (*named, None) for c in self.by_file.get(f, [])]
+                pool = [c for f in (*named, None) for c in self.by_file.get(f)]
                 members = [c for c in pool if c.full_name == rest or c.full_name.endswith(" " + rest)]
                 how = "file:title (Multi-SWE-bench's spelling)"
             if members:
                 return _Match(list(members), False, how)
         if _JS_FILE.search(listed):
-            whole: list[Member] = [c for f in self.files(listed) for c in self.by_file[f]]
+            whole: list[Member] = [c for f in self.files(listed) for c in self.by_file.get(f)]
             whole += [e for e in self.run.events if e.scope and _same_file(listed, e.scope)]
             if whole:
                 return _Match(whole, True, "a whole test file")
         if listed in self.by_name:
-            return _Match(list(self.by_name[listed]), False, "a full name alone")
+            return _Match(self.by_name.get(listed), False, "a full name alone")
         return None
 
 
@@ -758,7 +845,7 @@ def _hint(run: JUnitRun, index: _Index, listed: str) -> str:
     runner = run.runner
     hints = [f"{e.scope or 'the run'} failed as a whole: {e.kind}" for e in run.errors if _in_scope(runner, listed, e)]
     tail = _tail(runner, listed)
-    near_cases = [*index.by_stem.get(tail, ()), *index.by_name.get(tail, ())] if tail else []
+    near_cases = [*index.by_stem.get(tail), *index.by_name.get(tail)] if tail else []
     if runner == JEST and tail:  # a title under other describe blocks
         near_cases += [c for c in run.cases if c.full_name.endswith(" " + tail)]
     near = list(dict.fromkeys(c.test_id for c in near_cases if c.test_id != listed))
@@ -823,6 +910,8 @@ def grade_junit(
     runner: str | None = None,
     compat: str = "strict",
     patch_ref: str | None = None,
+    *,
+    progress: Say | None = None,
 ) -> dict[str, Any]:
     """Grade a runner's JUnit report: the envelope ``reports.grade_report`` gives, plus ``report``.
 
@@ -833,15 +922,24 @@ def grade_junit(
 
     ``runner="django"`` or ``"sympy"`` (:data:`LOG_RUNNERS`), or no runner and a file that
     is one of their console logs, grades the log with :func:`.runner_logs.grade_log`
-    (``report.format`` is then ``log-django`` / ``log-sympy``).
+    (``report.format`` is then ``log-django`` / ``log-sympy``). ``progress`` hears how far a long
+    read is (:class:`.reports.Progress`).
     """
-    from . import envelope as env
-
     if runner in LOG_RUNNERS or (runner is None and Path(path).is_file() and _log_runner(Path(path)) is not None):
         from .runner_logs import grade_log
 
         return grade_log(path, instance, runner, compat, patch_ref)
-    run = read_junit(path, runner)
+    said = grading(progress, path)
+    return _graded(path, _read_junit(Path(path), runner, progress, said), instance, compat, patch_ref, said)
+
+
+def _graded(path: str | Path, run: JUnitRun, instance: Instance, compat: str, patch_ref: str | None,
+            said: Progress | None = None) -> dict[str, Any]:  # fmt: skip
+    """:func:`grade_junit` of a report already read (``said``: the grading's progress)."""
+    from . import envelope as env
+
+    if said is not None:
+        said.update(0, len(run.cases))
     index = _Index(run)
     collector = Collector()
     notes = [NO_EXIT_STATUS]
@@ -907,6 +1005,8 @@ def grade_junit(
     }
     if len(run.files) > 1 or Path(run.files[0][0]) != Path(path):
         report["files"] = [{"path": p, "sha256": digest} for p, digest in run.files]
+    if said is not None:
+        said.finish(0, len(run.cases))
     return env.build_envelope(
         instance_id=instance.instance_id,
         score=score,
@@ -915,3 +1015,87 @@ def grade_junit(
         session=session,
         extra={"report": report},
     )
+
+
+def grade_from_report(
+    path: str | Path,
+    instance: Instance,
+    runner: str | None = None,
+    compat: str = "strict",
+    patch_ref: str | None = None,
+    *,
+    progress: Say | None = None,
+) -> dict[str, Any]:
+    """What ``objective-score grade --from-report`` grades: an outcome file (or a folder of Surefire's)
+    of whichever runner wrote it, told from its content when ``runner`` is None.
+
+    ``runner`` is one of :data:`RUNNERS` (:func:`grade_junit`), :data:`LOG_RUNNERS`
+    (:func:`.runner_logs.grade_log`), ``"pytest"`` (:func:`.reports.grade_report`), or None: a folder
+    or a file :func:`detect_runner` attributes to another runner is graded as that runner's, anything
+    else as pytest's. The file is read once: a JUnit file is parsed once to tell its runner and to
+    grade it, a pipe is copied once (:func:`.reports.seekable`). Raises :class:`.reports.ReportError`
+    as those would (the same message for the same file).
+    """
+    from . import reports
+
+    path = Path(path)
+    with reports.seekable(path, progress) as source:
+        envelope = _grade_source(path, source, instance, runner, compat, patch_ref, progress, grading(progress, path))
+    envelope["report"]["path"] = str(path)  # a pipe's, not its copy's
+    return envelope
+
+
+def _grade_source(path: Path, source: Path, instance: Instance, runner: str | None, compat: str,
+                  patch_ref: str | None, progress: Say | None, said: Progress) -> dict[str, Any]:  # fmt: skip
+    from . import reports
+    from .runner_logs import grade_log
+
+    if runner in LOG_RUNNERS:
+        return grade_log(source, instance, runner, compat, patch_ref)
+    if runner == "pytest":
+        parsed, digest = reports.read_file(path, source, instance, progress, said)
+        return reports.grade_parsed(path, parsed, digest, instance, compat, patch_ref, said)
+    if runner is not None and runner not in RUNNERS:
+        raise ValueError(f"unknown runner {runner!r}; expected one of {', '.join(RUNNERS + LOG_RUNNERS)} or pytest")
+    if runner is not None or source.is_dir():
+        if source == path:  # a file or a folder, read as before
+            if runner is None:
+                try:
+                    runner = detect_runner(source)
+                except ReportError:
+                    runner = None
+            if runner is None:
+                return reports.grade_report(source, instance, compat, patch_ref, progress=progress)
+            return grade_junit(source, instance, runner, compat, patch_ref, progress=progress)
+        run = _read_run(path, [(path, source)], runner, [_load(source, path, progress)], progress, said)
+        return _graded(path, run, instance, compat, patch_ref, said)
+    # One file, no runner named: JUnit XML is parsed once, to tell whose it is and to grade it.
+    problem: ReportError | None = None
+    trees: list[_Node] = []  # the tree, handed over (and let go of) once its runner is known
+    with reports.ReportInput(source, path) as opened:
+        chunks = opened.chunks()
+        read, head = reports.read_head(chunks)
+        if head.startswith(b"<"):
+            try:
+                trees.append(reports.read_xml(path, chain(read, chunks), text_tags=_TEXT_TAGS,
+                                              progress=Progress(progress, "reading", path, opened.size, "test cases")))
+            except ReportError as exc:  # pytest's reading says what is wrong (as detect_runner's failure led to it)
+                problem = exc
+        del read
+        digest = opened.digest.hexdigest()
+    if not head.startswith(b"<"):
+        logged = _log_runner(source)
+        if logged is not None:
+            return grade_log(source, instance, logged, compat, patch_ref)
+        parsed, digest = reports.read_file(path, source, instance, progress, said)
+        return reports.grade_parsed(path, parsed, digest, instance, compat, patch_ref, said)
+    if trees and trees[0].tag in ("testsuites", "testsuite"):
+        detected = _detect(trees[0], path.name)
+        if detected is not None:
+            run = _read_run(path, [(path, source)], detected, [(trees.pop(), digest)], progress, said)
+            return _graded(path, run, instance, compat, patch_ref, said)
+    reports.sniff_head(path, head)
+    if problem is not None:
+        raise problem
+    parsed = reports.parse_junit(path, trees.pop(), instance, said)
+    return reports.grade_parsed(path, parsed, digest, instance, compat, patch_ref, said)

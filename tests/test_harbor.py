@@ -708,7 +708,7 @@ def test_cli_bad_input(tmp_path: Path) -> None:
         assert f"{task / 'task.toml'}: [verifier] timeout_sec: expected a finite number of seconds > 0" in result.stderr
     good = make_task(tmp_path / "g", "")
     missing = cli("run", str(good), "--workdir", str(tmp_path / "nowhere"))
-    assert missing.returncode == 2 and "--workdir" in missing.stderr and "not a directory" in missing.stderr
+    assert missing.returncode == 2 and "--workdir" in missing.stderr and "no such file or directory" in missing.stderr
     no_solution = cli("run", str(good), "--solution")
     assert no_solution.returncode == 2 and "no solution script" in no_solution.stderr
     both = cli("run", str(good), "--solution", "--workdir", str(tmp_path))

@@ -245,26 +245,20 @@ def _record(path: Path, envelope: dict[str, Any], source: str) -> tuple[int | No
 def _grade_from_report(args: argparse.Namespace, instance: Any) -> int:
     """``grade --from-report``: the outcomes were recorded elsewhere; nothing is executed."""
     from ..envelope import patch_ref_of
-    from ..reports import ReportError, grade_report
+    from ..reports import ReportError
 
     for flag, value in (("--repo", args.repo), ("--test-patch", args.test_patch), ("--keep", args.keep)):
         if value:
             raise CommandError(f"{flag} has no effect with --from-report: the tests already ran")
     patch_ref = args.patch_ref or (patch_ref_of(_read_patch(args.patch)) if args.patch else None)
-    from ..foreign import detect_runner, grade_junit
+    from ..foreign import grade_from_report
 
-    source = Path(args.from_report)
     try:
         runner = "django" if args.runner == "unittest" else args.runner  # python -m unittest -v prints Django's format
-        if runner is None and source.exists():
-            try:
-                runner = detect_runner(source)
-            except ReportError:
-                runner = None  # not another runner's JUnit XML: pytest's formats (JSON, JSONL, its XML) follow
-        if runner and runner != "pytest":
-            envelope = grade_junit(source, instance, runner, args.compat or "strict", patch_ref)
-        else:
-            envelope = grade_report(source, instance, args.compat or "strict", patch_ref)
+        # the runner told from the content when not named (another runner's JUnit XML, a Django or SymPy
+        # log; else pytest's formats), the file read once, a long read's progress on standard error
+        envelope = grade_from_report(Path(args.from_report), instance, runner, args.compat or "strict", patch_ref,
+                                     progress=None if args.quiet else _progress_line)  # fmt: skip
     except ReportError as exc:
         raise CommandError(f"--from-report {exc}") from None
     envelope["failure_class"] = _report_failure_class(envelope)
@@ -384,7 +378,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        "the plugin's --objective-select does); the envelope's runner.scope says which was run")  # fmt: skip
     grade.add_argument("--quiet", action="store_true",
                        help="No progress lines on standard error (by default a test run longer than 5 s says how far "
-                       "it is every 10 s)")  # fmt: skip
+                       "it is every 10 s, a --from-report read longer than 1 s every 2 s)")  # fmt: skip
     grade.add_argument("--max-output", metavar="BYTES", type=int, default=64 << 20,
                        help="Stop a test run that writes more output than this (failure class output_limit when the "
                        "control run does not; default 64 MiB)")  # fmt: skip
