@@ -44,6 +44,7 @@ OUTPUTS: dict[tuple[str, str | None], tuple[tuple[str, str], ...]] = {
     ("harbor", "run"): (("--out", DIR),),
     ("ab", "report"): (("--out", DIR),),
     ("receipt", None): (("--out", FILE),),
+    ("sets", "gate"): (("--out", FILE),),
 }
 
 
@@ -165,6 +166,54 @@ def ledger_file_problem(args: argparse.Namespace) -> str | None:
             "which is created)")
 
 
+# options that name a file the command reads (and the ledger, which it may append to): never an output too
+INPUT_FILES: tuple[tuple[str, str], ...] = (
+    ("--ledger", "ledger"), ("--instance", "instance"), ("--patch", "patch"), ("--test-patch", "test_patch"),
+    ("--dataset", "dataset"), ("--predictions", "predictions"), ("--problems", "problems"), ("--samples", "samples"),
+    ("--cost", "cost"), ("--plan", "plan"), ("--retrieval", "retrieval"), ("--from-report", "from_report"),
+    ("--environments", "environments"),
+)
+
+
+def _same(first: str, second: str) -> bool:
+    try:
+        return os.path.samefile(first, second)
+    except OSError:
+        return os.path.realpath(first) == os.path.realpath(second)
+
+
+def clash_problems(args: argparse.Namespace) -> list[str]:
+    """An output that names an input (the ledger, the patch, the instance...) or another output: the
+    input would be overwritten by the output, or one output by the other. And an input that is a
+    device (``/dev/zero`` never ends), or a ledger that is not a plain file (a pipe would block)."""
+    command, action = str(getattr(args, "command", "")), getattr(args, "action", None)
+    outputs = [(option, str(getattr(args, option.lstrip("-").replace("-", "_"), None) or ""))
+               for option, kind in (OUTPUTS.get((command, action)) or OUTPUTS.get((command, None)) or ())
+               if kind == FILE]  # fmt: skip
+    outputs = [(option, value) for option, value in outputs if value and not _special(Path(value))]
+    inputs: list[tuple[str, str]] = []
+    for option, dest in INPUT_FILES:
+        given = getattr(args, dest, None)
+        if isinstance(given, (str, os.PathLike)) and str(given) and str(given) != "-":
+            inputs.append((option, str(given)))
+    found = []
+    for index, (option, value) in enumerate(outputs):
+        for other, given in [*inputs, *outputs[:index]]:
+            if _same(value, given):
+                found.append(f"{option} {value} names the same file as {other} {given}: it would be overwritten")
+    for option, value in inputs:
+        try:
+            mode = os.stat(value).st_mode
+        except OSError:
+            continue
+        if (stat.S_ISCHR(mode) or stat.S_ISBLK(mode)) and option != "--from-report":  # reports say it their way
+            if not value.startswith("/dev/fd/") and value not in ("/dev/stdin",):
+                found.append(f"{option} {value}: a device, not a file")
+        elif option == "--ledger" and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+            found.append(f"--ledger {value}: not a plain file (a named pipe or a socket cannot hold a ledger)")
+    return found
+
+
 def contradictions(args: argparse.Namespace) -> list[str]:
     """Two options given together that contradict each other, one line each (never one silently winning)."""
     found = []
@@ -179,7 +228,7 @@ def problems_of(args: argparse.Namespace) -> list[str]:
     that contradict each other, one line each."""
     command, action = str(getattr(args, "command", "")), getattr(args, "action", None)
     options = OUTPUTS.get((command, action)) or OUTPUTS.get((command, None)) or ()
-    problems = contradictions(args) + input_folder_problems(args)
+    problems = contradictions(args) + input_folder_problems(args) + clash_problems(args)
     empty = ledger_file_problem(args)
     if empty:
         problems.append(empty)

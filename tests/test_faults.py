@@ -294,6 +294,34 @@ def test_contradictions_and_misspellings_are_refused(tmp_path):
     assert "required" not in unknown.stderr
 
 
+@pytest.mark.parametrize("which", ["ledger", "patch", "other-output"])
+def test_an_output_never_overwrites_an_input_or_another_output(tmp_path, which):
+    """``--out`` naming the ledger replaced every row with the envelope (exit 0); naming the patch,
+    the patch; two outputs on one file lost the first. Refused before work, nothing changed."""
+    ledger = tmp_path / "l.sqlite"
+    assert run_cli_here(*GRADE, "--patch", str(GOLD), "--ledger", str(ledger)).returncode == 0
+    before = ledger.read_bytes()
+    patch = tmp_path / "p.diff"
+    patch.write_bytes(GOLD.read_bytes())
+    out = {"ledger": ledger, "patch": patch, "other-output": tmp_path / "r.json"}[which]
+    result = run_cli_here(*GRADE, "--patch", str(patch), "--ledger", str(ledger), "--out", str(out),
+                          "--receipt", str(tmp_path / "r.json"))  # fmt: skip
+    assert result.returncode == 2 and "names the same file as" in result.stderr, result.stderr
+    assert ledger.read_bytes() == before and patch.read_bytes() == GOLD.read_bytes()
+    exported = run_cli_here("ledger", "export", "--ledger", str(ledger), "--out", str(ledger))
+    assert exported.returncode == 2 and ledger.read_bytes() == before
+
+
+def test_a_ledger_that_is_a_pipe_and_an_input_that_is_a_device_are_refused_at_once(tmp_path):
+    fifo = tmp_path / "l.sqlite"
+    os.mkfifo(fifo)
+    hung = _bounded([*GRADE, "--patch", str(GOLD), "--ledger", str(fifo)], timeout=60)
+    assert hung.returncode == 2 and "not a plain file" in hung.stderr
+    zero = run_cli_here("grade-batch", "--dataset", str(FIXTURES / "datasets" / "fixtures.jsonl"), "--repos",
+                        str(FIXTURES / "repos"), "--predictions", "/dev/zero", "--ledger", str(tmp_path / "x.sqlite"))
+    assert zero.returncode == 2 and "--predictions /dev/zero: a device, not a file" in zero.stderr
+
+
 def test_an_interpreter_that_is_not_python_is_bad_input():
     result = run_cli_here(*GRADE, "--patch", str(GOLD), "--no-ledger", "--python", "/bin/false")
     assert result.returncode == 2 and "--python /bin/false: does not run as a Python interpreter" in result.stderr
