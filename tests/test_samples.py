@@ -775,3 +775,52 @@ def test_a_graded_run_is_recorded_in_the_ledger_in_its_own_metric_space(tmp_path
     assert (summary["runs"], summary["benchmarks"], summary["metric_space"]) == (0, [], "binary_resolved")
     quiet = grade_cli("--problems", str(HUMANEVAL_GZ), "--samples", str(HUMANEVAL_SAMPLES), "--no-ledger", "--json")
     assert quiet.returncode == 0 and json.loads(quiet.stdout)["ledger"] is None
+
+
+# --- a few lost runners never send the rest of a large grading the cold way ----------------------------
+
+
+class _FakeRunner:
+    """A warm runner that loses the samples it is told to (``lose``), or cannot start (``refuse``)."""
+
+    lose: set[int] = set()
+    refuse = False
+    made = 0
+
+    def __init__(self, *args: Any) -> None:
+        if _FakeRunner.refuse:
+            raise samples_commands.RunnerUnavailable("unshare: fork failed: Resource temporarily unavailable")
+        _FakeRunner.made += 1
+        self.alive = True
+
+    def run(self, problem: Problem, sample: Sample, timeout: float) -> SampleResult | None:
+        if sample.index in _FakeRunner.lose:
+            self.alive = False
+            return None
+        return SampleResult(sample, Outcome("passed", "1 check(s) passed", "check", "separate"))
+
+    def kill(self) -> None:
+        self.alive = False
+
+    close = kill
+
+
+def test_lost_runners_send_samples_the_cold_way_only_when_lost_in_a_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 2.6 samples a second of 100,000: three samples anywhere in a grading that lost their runner (a
+    fork bomb) sent every later one the cold way, five times slower. Now only MAX_LOST in a row do."""
+    monkeypatch.setattr(samples_commands, "Runner", _FakeRunner)
+    monkeypatch.setattr(_FakeRunner, "lose", {1, 4, 7, 10, 11, 14})
+    pool = samples_commands.WarmPool(sys.executable, [], Path("/nonexistent"))
+    problem = Problem(task_id="T/0", style="humaneval", where="t:1", prompt="def f(x):\n", entry_point="f", test="")
+    ran = [pool.run(problem, Sample("T/0", i, i + 1, "completion", "    return x\n"), 1.0) for i in range(14)]
+    assert [i for i, r in enumerate(ran) if r is None] == [1, 4, 7, 10, 11]  # each lost one runs cold, alone
+    assert pool.settings() == {"samples": 9, "unavailable": None, "lost": 5, "runners": 6}  # a new runner after each
+    monkeypatch.setattr(_FakeRunner, "refuse", True)  # a start that fails after runners ran: one more in a row
+    for index in (14, 15, 16):  # lost, then two starts refused
+        assert pool.unavailable is None
+        assert pool.run(problem, Sample("T/0", index, index + 1, "completion", "    return x\n"), 1.0) is None
+    assert pool.unavailable is not None and "3 warm runners in a row" in pool.unavailable
+    assert "fork failed" in pool.unavailable
+    fresh = samples_commands.WarmPool(sys.executable, [], Path("/nonexistent"))  # never started here: at once
+    assert fresh.run(problem, Sample("T/0", 0, 1, "completion", "    return x\n"), 1.0) is None
+    assert fresh.unavailable == "unshare: fork failed: Resource temporarily unavailable"

