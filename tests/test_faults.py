@@ -360,10 +360,13 @@ def test_a_ledger_in_a_folder_that_cannot_be_entered_is_one_line(tmp_path, comma
     locked = place / "locked"
     locked.mkdir(mode=0o000)
     os.chmod(place, 0o755)
+    shutil.copytree(ROOT / "pytest_objective_scoring", place / "code" / "pytest_objective_scoring",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # the checkout may be out of nobody's reach (CI's
+    subprocess.run(["chmod", "-R", "a+rX", str(place / "code")], check=True)  # copy under a 0700 temp folder)
     script = ("import sys; sys.path.insert(0, sys.argv[1]); from pytest_objective_scoring.cli import main; "
               "sys.exit(main(sys.argv[2:]))")
     try:
-        result = subprocess.run(["runuser", "-u", "nobody", "--", "/usr/bin/python3", "-I", "-c", script, str(ROOT),
+        result = subprocess.run(["runuser", "-u", "nobody", "--", "/usr/bin/python3", "-I", "-c", script, str(place / "code"),
                                  *command, "--ledger", str(locked / "l.sqlite")], capture_output=True, text=True,
                                 cwd="/", timeout=120)  # fmt: skip
     finally:
