@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Final
 
-__all__ = ["LIMIT", "TooDeep", "bounded", "depth", "loads", "too_deep"]
+__all__ = ["LIMIT", "TooDeep", "bounded", "deep_at", "depth", "loads", "too_deep"]
 
 LIMIT: Final = 100
 """Arrays and objects (JSON) or elements (XML) inside one another, at most."""
@@ -83,11 +83,13 @@ def _made(error: Callable[..., Exception], message: str, text: str) -> Exception
     return error(message, text, 0)
 
 
-def _where(text: str) -> int:
-    """The offset of the first bracket past :data:`LIMIT` levels (strings skipped), 0 if none."""
-    level = 0
+def deep_at(text: str, start: int = 0, end: int | None = None, level: int = 0) -> int:
+    """The offset of the first bracket past :data:`LIMIT` levels in ``text[start:end]`` (strings
+    skipped), ``level`` levels deep at ``start``; ``start`` if none (a streamed reader counts from
+    where a value stands)."""
     in_string = escaped = False
-    for offset, char in enumerate(text):
+    for offset in range(start, len(text) if end is None else end):
+        char = text[offset]
         if in_string:
             if escaped:
                 escaped = False
@@ -103,7 +105,7 @@ def _where(text: str) -> int:
                 return offset
         elif char in "]}":
             level -= 1
-    return 0
+    return start
 
 
 def loads(text: str | bytes, **kwargs: Any) -> Any:
@@ -117,5 +119,5 @@ def loads(text: str | bytes, **kwargs: Any) -> Any:
         deep = depth(value) > LIMIT
     if deep:
         doc = text.decode("utf-8", "replace") if isinstance(text, (bytes, bytearray)) else text
-        raise TooDeep(doc, _where(doc)) from None
+        raise TooDeep(doc, deep_at(doc)) from None
     return value

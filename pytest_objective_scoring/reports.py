@@ -961,10 +961,10 @@ class _Scan:
             value = self.value()
         except RecursionError:  # json gave up on it: the first bracket past the limit is held
             if self.deep is None:
-                self.deep = self.where(_deep_at(self.buf, start - self.base, len(self.buf), level))
+                self.deep = self.where(nesting.deep_at(self.buf, start - self.base, len(self.buf), level))
             raise _Deep(*self.deep) from None
         if self.deep is None and nesting.depth(value) + level > nesting.LIMIT:
-            self.deep = self.where(_deep_at(self.buf, start - self.base, self.at, level))
+            self.deep = self.where(nesting.deep_at(self.buf, start - self.base, self.at, level))
         return value
 
     def key(self) -> str:
@@ -1002,30 +1002,6 @@ class _Scan:
                 return True
             self.at = len(self.buf)
             self.more()
-
-
-def _deep_at(text: str, start: int, end: int, level: int) -> int:
-    """The index of the first bracket past nesting.LIMIT levels in text[start:end], ``level`` levels
-    deep at ``start`` (strings skipped): nesting's own count, from where the value stands."""
-    in_string = escaped = False
-    for index in range(start, end):
-        char = text[index]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            level += 1
-            if level > nesting.LIMIT:
-                return index
-        elif char in "]}":
-            level -= 1
-    return start
 
 
 def _scan_document(scan: _Scan, sink: _JsonReport, single: bool) -> None:
