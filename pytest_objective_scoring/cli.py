@@ -87,6 +87,16 @@ def _print(message: str | None, file: Any = None) -> None:
         (file or sys.stderr).write(message)
 
 
+def _one_line_error(parser: argparse.ArgumentParser) -> Callable[[str], Any]:
+    """argparse's ``error``, less its usage block: one line naming the problem and where the options
+    are listed (a refusal is read in a CI log, where 15 lines of usage hide it), exit 2."""
+
+    def error(message: str) -> Any:
+        parser.exit(EXIT_BAD_INPUT, f"{parser.prog}: error: {message} (see {parser.prog} --help)\n")
+
+    return error
+
+
 def _parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
     """``parser`` and every subcommand's parser under it."""
     found = [parser]
@@ -143,6 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(arguments)
     for each in _parsers(parser):  # argparse swallows a write error: a closed pipe must end as one (141)
         each._print_message = _print  # type: ignore[method-assign]
+        each.error = _one_line_error(each)  # type: ignore[method-assign,assignment]
     try:
         unknown_options(parser, arguments)
         args = parser.parse_args(arguments)

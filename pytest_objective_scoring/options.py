@@ -50,6 +50,7 @@ __all__ = [
     "add_scoring_options",
     "compat_type",
     "positive_seconds",
+    "whole_number",
 ]
 
 HELP_PYTHON_PER_INSTANCE: Final = (
@@ -63,14 +64,43 @@ HELP_ENVIRONMENTS: Final = (
 )
 
 
+MAX_SECONDS: Final = 7 * 24 * 3600.0  # a week: a longer timeout is a typo (or inf), never a grading's budget
+
+
+def shown(value: str, limit: int = 40) -> str:
+    """``value`` quoted for a refusal, cut after ``limit`` characters (a 5,000-digit number is one line)."""
+    return repr(value) if len(value) <= limit else repr(value[:limit]) + f"... ({len(value)} characters)"
+
+
 def positive_seconds(value: str) -> float:
+    """A timeout: a finite number of seconds, more than 0 and at most a week (``inf``, ``nan`` and
+    ``1e309`` are refused before work, never met as an overflow after it)."""
     try:
         seconds = float(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+        raise argparse.ArgumentTypeError(f"{shown(value)} is not a number of seconds") from None
     if not seconds > 0:
-        raise argparse.ArgumentTypeError(f"{value!r}: the timeout must be more than 0 seconds")
+        raise argparse.ArgumentTypeError(f"{shown(value)}: the timeout must be more than 0 seconds")
+    if not seconds <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{shown(value)}: the timeout must be at most {MAX_SECONDS:.0f} seconds (a week)")
     return seconds
+
+
+def whole_number(low: int, high: int, what: str, note: str = "") -> Any:
+    """An argparse type: a whole number from ``low`` to ``high`` (both included); ``what`` names it
+    in the refusal ("the number of workers"), ``note`` says why the range is what it is."""
+
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{shown(value)} is not a whole number") from None
+        if not low <= number <= high:
+            raise argparse.ArgumentTypeError(f"{shown(value)}: {what} must be from {low} to {high}{note}")
+        return number
+
+    parse.__name__ = "whole_number"
+    return parse
 
 
 def add_environment_options(addoption: AddOption) -> None:

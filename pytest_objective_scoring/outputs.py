@@ -9,7 +9,10 @@ that cannot be written after minutes of grading. The rules, one line a problem, 
   folders are never created silently: make them first), when that folder is not a folder or
   cannot be written, or when the file exists and cannot be written. Special files
   (``/dev/stdout``, a named pipe) are written in place.
-- a DIR option (``harbor run --out``, ``ab report --out``): refused when it names a file, or
+- any output path that is a symbolic link loop, lies under a folder that cannot be entered or under
+  a file, or has a name longer than the file system allows: refused as such.
+- a DIR option (``harbor run --out``, ``ab report --out``, ``grade-batch --log-dir`` and
+  ``--report_dir``): refused when it names a file, or
   when it exists and cannot be written; a missing DIR is created, but only when its parent
   folder exists and can be written (its missing parents are not created).
 
@@ -30,6 +33,8 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from .inputs import stat_problem
+
 EXIT_CLOSED_PIPE = 141
 
 FILE = "file"
@@ -38,7 +43,7 @@ DIR = "dir"
 # (command, action or None) -> the options that name an output, and what each names
 OUTPUTS: dict[tuple[str, str | None], tuple[tuple[str, str], ...]] = {
     ("grade", None): (("--out", FILE), ("--receipt", FILE)),
-    ("grade-batch", None): (("--report", FILE), ("--report_dir", DIR)),
+    ("grade-batch", None): (("--report", FILE), ("--report_dir", DIR), ("--log-dir", DIR)),
     ("grade-samples", None): (("--out", FILE),),
     ("ledger", "export"): (("--out", FILE),),
     ("harbor", "run"): (("--out", DIR),),
@@ -57,15 +62,36 @@ def _special(path: Path) -> bool:
     return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
+def _lstat_problem(path: Path) -> tuple[os.stat_result | None, str | None]:
+    """``os.stat(path)`` and None; None and None when nothing is there (it may be made); or None and
+    why the path cannot be looked at (a symbolic link loop, a folder that cannot be entered, a name too
+    long, a file where a folder is expected)."""
+    import errno
+
+    try:
+        return os.stat(path), None
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):  # the folder's check says which part is missing or a file
+            return None, None
+        return None, stat_problem(path)[1] or f"cannot be looked at ({exc.strerror or exc})"
+
+
 def _folder_problem(option: str, path: Path, folder: Path) -> str | None:
     """Why files cannot be made in ``folder`` (which must exist), or None."""
     shown = folder if str(folder) else Path(".")
-    if not folder.exists():
+    found, problem = _lstat_problem(shown)
+    if problem:
+        return f"{option} {path}: the folder {shown}: {problem}"
+    if found is None:
+        if os.path.lexists(shown) or not os.path.isdir(shown.parent if str(shown.parent) else "."):
+            problem = stat_problem(shown)[1]
+            if problem and problem != "no such file or directory":
+                return f"{option} {path}: the folder {shown}: {problem}"
         return (f"{option} {path}: the folder {shown} does not exist (missing folders are not created: "
                 "make it first)")  # fmt: skip
-    if not folder.is_dir():
+    if not stat.S_ISDIR(found.st_mode):
         return f"{option} {path}: {shown} is not a folder"
-    if not os.access(folder, os.W_OK | os.X_OK):
+    if not os.access(shown, os.W_OK | os.X_OK):
         return f"{option} {path}: the folder {shown} cannot be written (permission denied)"
     return None
 
@@ -75,16 +101,19 @@ def file_problem(option: str, value: str | os.PathLike[str]) -> str | None:
     path = Path(value)
     if str(value) == "":
         return f"{option}: expected a file name, got an empty one"
-    if path.is_dir():
+    found, problem = _lstat_problem(path)
+    if problem:
+        return f"{option} {path}: {problem}"
+    if found is None:
+        if path.is_symlink():  # a dangling symlink: its target's folder decides
+            return _folder_problem(option, path, Path(os.path.realpath(path)).parent)
+        return _folder_problem(option, path, path.parent)
+    if stat.S_ISDIR(found.st_mode):
         return f"{option} {path}: is a directory: expected a file"
     if _special(path):
         return None
-    if path.exists() or path.is_symlink():
-        if path.exists() and not os.access(path, os.W_OK):
-            return f"{option} {path}: the file cannot be written (permission denied)"
-        if not path.exists():  # a dangling symlink: its target's folder decides
-            target = Path(os.path.realpath(path))
-            return _folder_problem(option, path, target.parent)
+    if not os.access(path, os.W_OK):
+        return f"{option} {path}: the file cannot be written (permission denied)"
     return _folder_problem(option, path, path.parent)
 
 
@@ -93,8 +122,11 @@ def dir_problem(option: str, value: str | os.PathLike[str]) -> str | None:
     path = Path(value)
     if str(value) == "":
         return f"{option}: expected a folder name, got an empty one"
-    if path.exists():
-        if not path.is_dir():
+    found, problem = _lstat_problem(path)
+    if problem:
+        return f"{option} {path}: {problem}"
+    if found is not None:
+        if not stat.S_ISDIR(found.st_mode):
             return f"{option} {path}: is a file: expected a folder"
         if not os.access(path, os.W_OK | os.X_OK):
             return f"{option} {path}: the folder cannot be written (permission denied)"
@@ -166,6 +198,29 @@ def ledger_file_problem(args: argparse.Namespace) -> str | None:
             "which is created)")
 
 
+def ledger_folder_problem(args: argparse.Namespace) -> str | None:
+    """A ``--ledger`` (or ``$OBJECTIVE_SCORE_LEDGER``) that does not exist in a folder that does not
+    either: a ledger is never made in a missing folder (a typo would start a new, empty ledger
+    somewhere unexpected). Only the default ledger's folder (``.objective-scoring``) is created."""
+    value = getattr(args, "ledger", None)
+    if getattr(args, "no_ledger", False) or not isinstance(value, (str, os.PathLike)) or not str(value):
+        return None
+    path = Path(value)
+    found, problem = _lstat_problem(path)
+    if found is not None or problem:  # there (or unreachable: ledger_file_problem and the command say how)
+        return None
+    folder = path.parent if str(path.parent) else Path(".")
+    found, problem = _lstat_problem(folder)
+    if problem:
+        return f"--ledger {path}: the folder {folder}: {problem}"
+    if found is None:
+        return (f"--ledger {path}: no such ledger, and its folder {folder} does not exist either (a ledger is never "
+                "made in a missing folder: make the folder first)")  # fmt: skip
+    if not stat.S_ISDIR(found.st_mode):
+        return f"--ledger {path}: {folder} is not a folder"
+    return None
+
+
 # options that name a file the command reads (and the ledger, which it may append to): never an output too
 INPUT_FILES: tuple[tuple[str, str], ...] = (
     ("--ledger", "ledger"), ("--instance", "instance"), ("--patch", "patch"), ("--test-patch", "test_patch"),
@@ -229,9 +284,9 @@ def problems_of(args: argparse.Namespace) -> list[str]:
     command, action = str(getattr(args, "command", "")), getattr(args, "action", None)
     options = OUTPUTS.get((command, action)) or OUTPUTS.get((command, None)) or ()
     problems = contradictions(args) + input_folder_problems(args) + clash_problems(args)
-    empty = ledger_file_problem(args)
-    if empty:
-        problems.append(empty)
+    for ledger_problem in (ledger_file_problem(args), ledger_folder_problem(args)):
+        if ledger_problem:
+            problems.append(ledger_problem)
     for option, kind in options:
         value = getattr(args, option.lstrip("-").replace("-", "_"), None)
         if value is None:

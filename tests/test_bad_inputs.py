@@ -24,8 +24,8 @@ def test_a_patch_size_limit_below_one_byte_is_refused(tmp_path: Path, command: s
                 "--ledger", str(tmp_path / "l.sqlite")]  # fmt: skip
     result = run_cli_here(command, *args, "--max-patch-size", limit)
     assert result.returncode == 2
-    assert (f"argument --max-patch-size: '{limit}': a patch size limit is at least 1 byte (every candidate, the gold "
-            "patch included, would be refused unread)") in result.stderr  # fmt: skip
+    assert (f"argument --max-patch-size: '{limit}': a patch size limit must be from 1 to 1073741824 bytes (below 1 "
+            "byte every candidate, the gold patch included, would be refused unread)") in result.stderr  # fmt: skip
     assert not (tmp_path / "l.sqlite").exists()
 
 

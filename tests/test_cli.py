@@ -302,9 +302,6 @@ def out_of_reach(tmp_path, kind):
         return tmp_path / "ledger.sqlite", {"unknown"}
     if kind == "appends-refused":
         return refusing_ledger(tmp_path / "ledger.sqlite"), {"missing"}
-    if kind == "under-a-file":
-        (tmp_path / "plain").write_text("a file, not a folder")
-        return tmp_path / "plain" / "ledger.sqlite", {"missing"}  # nothing there to read: never audited
     if kind == "read-only":
         if os.geteuid() == 0:
             pytest.skip("root writes read-only files")
@@ -320,7 +317,8 @@ def out_of_reach(tmp_path, kind):
     raise AssertionError(kind)
 
 
-@pytest.mark.parametrize("kind", ["directory", "garbage", "appends-refused", "under-a-file", "read-only"])
+@pytest.mark.parametrize("kind", ["directory", "garbage", "appends-refused", "read-only"])  # under a file: refused
+# before work (tests/test_faults_cli.py)
 def test_grade_keeps_its_verdict_when_the_ledger_fails(tmp_path, kind):
     ledger, states = out_of_reach(tmp_path, kind)
     out, receipt = tmp_path / "out" / "score.json", tmp_path / "receipt.json"

@@ -689,7 +689,8 @@ def register(sub: Any) -> None:
                      help="An arm's predictions (JSONL or JSON: instance_id, seed, model_patch, optional frozen and cost fields)")  # fmt: skip
     run.add_argument("--dataset", required=True, metavar="FILE", help="The instances of the task set")
     run.add_argument("--repos", required=True, metavar="DIR", help="Where repositories are checked out: DIR/owner/name")
-    run.add_argument("--workers", type=int, default=1, metavar="N", help="Gradings at once on this machine")
+    run.add_argument("--workers", type=options.whole_number(1, 1024, "the number of workers"), default=1, metavar="N",
+                     help="Gradings at once on this machine")
     run.add_argument("--scheduler", metavar="ADDRESS", help="Run the gradings on this Dask scheduler")
     options.add_environment_options(run.add_argument)
     options.add_compat_option(run.add_argument, prefix="")

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .. import options
 from ..errors import CommandError
 from ..ledger import DEFAULT_LEDGER
 from . import HELP
@@ -57,14 +58,7 @@ def every_days(value: str) -> float:
     return days
 
 
-def repeats(value: str) -> int:
-    try:
-        count = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
-    if count < 1:
-        raise argparse.ArgumentTypeError(f"{value!r}: at least 1 run (2 or more to detect flaky tests)")
-    return count
+repeats = options.whole_number(1, 100, "the number of runs (2 or more detect flaky tests)")
 
 
 def _every(args: argparse.Namespace) -> tuple[float, str]:
@@ -272,7 +266,6 @@ def cmd_receipt(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    from .. import options
 
     audit = sub.add_parser("audit", help=HELP["audit"],
                            description="Audit the instrument: standing, recorded, scheduled.",

@@ -282,7 +282,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     help="The predictions (JSONL, JSON list or object)")
     gb.add_argument("--repos", metavar="DIR", help="Where repositories are checked out: DIR/owner/name (not needed when "
                     "every instance is graded in an image: --environments)")  # fmt: skip
-    gb.add_argument("--workers", "--max_workers", type=int, default=1, metavar="N", help="Gradings at once on this machine (default: 1)")
+    gb.add_argument("--workers", "--max_workers", type=options.whole_number(1, 1024, "the number of workers"), default=1,
+                    metavar="N", help="Gradings at once on this machine (default: 1)")
     gb.add_argument("--scheduler", metavar="ADDRESS", help="Run the gradings on this Dask scheduler (tcp://host:8786)")
     gb.add_argument("--instance-ids", "--instance_ids", nargs="+", metavar="ID", help="Grade only the predictions for these instances "
                     "(each must be in the dataset and have a prediction)")

@@ -379,7 +379,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     grade.add_argument("--quiet", action="store_true",
                        help="No progress lines on standard error (by default a test run longer than 5 s says how far "
                        "it is every 10 s, a --from-report read longer than 1 s every 2 s)")  # fmt: skip
-    grade.add_argument("--max-output", metavar="BYTES", type=int, default=64 << 20,
+    grade.add_argument("--max-output", metavar="BYTES", default=64 << 20,
+                       type=options.whole_number(1024, 1 << 40, "the output limit (bytes)"),
                        help="Stop a test run that writes more output than this (failure class output_limit when the "
                        "control run does not; default 64 MiB)")  # fmt: skip
     grade.add_argument("--repo-dir", metavar="PATH", default="/testbed",

@@ -67,17 +67,13 @@ def hidden_paths(args: argparse.Namespace) -> tuple[Path, ...]:
     return tuple(p.resolve() for p in paths)
 
 
-def patch_bytes(value: str) -> int:
-    """A patch size limit: a whole number of bytes, at least 1 (0 or a negative limit would refuse
-    every candidate, the gold patch included, and grade each not resolved)."""
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of bytes") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{value!r}: a patch size limit is at least 1 byte (every candidate, the gold "
-                                         "patch included, would be refused unread)")  # fmt: skip
-    return number
+MAX_PATCH_BYTES = 1 << 30  # 1 GiB: a larger limit is a typo; the limit exists to refuse such patches unread
+MAX_RERUNS = 100
+
+
+patch_bytes = options.whole_number(1, MAX_PATCH_BYTES, "a patch size limit", " bytes (below 1 byte every candidate, "
+                                   "the gold patch included, would be refused unread)")  # fmt: skip
+"""A patch size limit: a whole number of bytes, from 1 to 1 GiB."""
 
 
 def add_patch_limit(parser: argparse.ArgumentParser) -> None:
@@ -101,15 +97,8 @@ def add_runner_options(parser: argparse.ArgumentParser, keep: bool = True, per_i
                         help="Let the tests reach the network (default: unshared where the machine allows)")  # fmt: skip
 
 
-def reruns(value: str) -> int:
-    """``--reruns N``: a whole number, 0 or more."""
-    try:
-        count = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
-    if count < 0:
-        raise argparse.ArgumentTypeError(f"{value!r}: the number of re-runs must be 0 or more")
-    return count
+reruns = options.whole_number(0, MAX_RERUNS, "the number of re-runs")
+"""``--reruns N``: a whole number from 0 to 100."""
 
 
 def compute_rate(args: argparse.Namespace) -> float:
