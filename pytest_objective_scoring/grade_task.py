@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import envelope as env
@@ -21,12 +22,13 @@ from .instances import Instance
 from .processes import network_isolation, pid_isolation
 from .runner_choice import CommandError, RunnerCommand, choose, directives, id_targets, listed_files
 from .testrecord import RunRecord
-from .workspace import BadInput
+from .workspace import BadInput, holds_nothing, patch_applies
 
 if TYPE_CHECKING:
     from .runner import GradeRequest
 
-__all__ = ["Journal", "Task", "check_request", "check_test_ids", "program_targets", "resolve_python"]
+__all__ = ["Journal", "Task", "check_request", "check_test_ids", "program_targets", "repository_problem",
+           "resolve_python"]
 
 
 @dataclass(frozen=True)
@@ -80,12 +82,43 @@ def check_request(request: GradeRequest) -> Task:
         test_patch_files = protect.patch_files(test_patch) if test_patch else []
     except protect.PatchParseError as exc:
         raise BadInput(f"the test patch cannot be parsed: {exc}") from None
+    if request.repo is not None:
+        wrong = repository_problem(request.repo, instance, test_patch, request.test_patch is not None)
+        if wrong:
+            raise BadInput(wrong)
     targets = program_targets(instance, command, test_patch_files)
     guarded = list(dict.fromkeys([*test_patch_files, *listed_files(command, instance.listed), *command.kind.protected]))
     return Task(request=request, python=python, engine=engine or "", test_patch=test_patch,
                 test_patch_files=test_patch_files, guarded=guarded,
                 patch_ref=request.patch_ref or env.patch_ref_of(request.patch), command=command,
                 targets=tuple(targets))  # fmt: skip
+
+
+def repository_problem(repo: Path, instance: Instance, test_patch: str | None, from_file: bool = False) -> str | None:
+    """Why ``--repo`` is not the instance's repository, or None; checked before anything is copied.
+
+    A failure counts against a candidate only when the control does not show it too
+    (docs/untrusted-candidates.md). The instance's own patches are that control here: when its test
+    patch does not apply to ``repo`` (at ``base_commit``), and neither does its gold patch (or it has
+    none), no candidate could apply there either: the folder given is wrong, not the candidate, whose
+    patch would otherwise be graded ``patch_apply``. An empty folder is never a repository to grade.
+    A test patch that does not apply where the gold patch does stays the task's fault (``setup``,
+    exit 3, in the run). A folder that is not a git repository while the instance names a
+    ``base_commit`` is :func:`.workspace.prepare_copy`'s to say."""
+    base = instance.base_commit
+    if base and not (repo / ".git").exists():
+        return None
+    name = instance.get("repo") or "the instance's repository"
+    question = f"is it {name} at {base}?" if base else f"is it {name}?"
+    if not base and holds_nothing(repo):
+        return f"--repo {repo}: an empty folder (nothing to grade): {question}"
+    if not test_patch or patch_applies(repo, base, test_patch) is not False:
+        return None
+    gold = instance.patch
+    if gold and patch_applies(repo, base, gold) is not False:
+        return None
+    which = "the test patch (--test-patch)" if from_file else "the instance's test patch"
+    return f"--repo {repo}: {which} does not apply{' (nor its gold patch)' if gold else ''}: {question}"
 
 
 def program_targets(instance: Instance, command: RunnerCommand, test_patch_files: list[str]) -> list[str]:

@@ -6,13 +6,17 @@ lists of test ids, or JSON-encoded strings of such lists, as the SWE-bench
 datasets store them. Every other field is kept as it was.
 
 Every problem raises :class:`InstanceError` naming the file, the field and what
-was expected. This module never imports pytest.
+was expected. An instance read from a file also has the fields the grader reads
+checked for their type (:data:`TEXT_FIELDS`): a ``test_patch`` that is a number
+is bad input, never "no test patch". This module never imports pytest.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import math
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Iterator, Mapping
@@ -20,7 +24,8 @@ from typing import Any, Final, Iterator, Mapping
 from . import nesting
 from .remade import Remade
 
-__all__ = ["Instance", "InstanceError", "load_instance", "load_instances", "parse_instance"]
+__all__ = ["TEXT_FIELDS", "Instance", "InstanceError", "check_text_fields", "load_instance", "load_instances",
+           "parse_instance"]
 
 F2P = "FAIL_TO_PASS"
 P2P = "PASS_TO_PASS"
@@ -87,11 +92,13 @@ def _test_list(data: Mapping[str, Any], name: str, source: str) -> tuple[str, ..
     value = data[name]
     if isinstance(value, str):
         try:
-            value = nesting.loads(value)
+            value = nesting.loads(value, parse_int=_whole_number, parse_float=_finite_number)
         except json.JSONDecodeError as exc:
             raise InstanceError(
                 source, name, f"is a string but not a JSON-encoded list of test ids ({exc.msg} at char {exc.pos})"
             ) from None
+        except _NotJson as exc:
+            raise InstanceError(source, name, f"is a string but not a JSON-encoded list of test ids: {exc}") from None
     if not isinstance(value, list):
         raise InstanceError(source, name, f"expected a list of test ids, got {type(value).__name__}")
     seen: set[str] = set()
@@ -104,6 +111,47 @@ def _test_list(data: Mapping[str, Any], name: str, source: str) -> tuple[str, ..
             raise InstanceError(source, name, f"duplicate test id {test_id!r} (item {index})")
         seen.add(test_id)
     return tuple(value)
+
+
+TEXT_FIELDS: Final[Mapping[str, str]] = {
+    "patch": "a string holding a diff (the gold patch), or absent, null or empty",
+    "test_patch": "a string holding a diff, or absent, null or empty",
+    "base_commit": "a commit (a string), or absent or null",
+    "environment_setup_commit": "a commit (a string), or absent or null",
+    "repo": "a string (owner/name), or absent or null",
+    "version": "a string such as \"3.0\" (a JSON number loses digits: 3.10 reads as 3.1), or absent or null",
+    "runner": "a runner's name (a string), or absent or null",
+    "test_cmd": "a command line (a string), or absent or null",
+    "build_command": "a command line (a string), or absent or null",
+}
+"""The fields the grader reads as text, and what each must hold: another type (a number, a list,
+an object) is refused, never read as if the field were absent."""
+
+
+def _shown(value: Any) -> str:
+    """A value quoted back with its JSON type, cut after 40 characters."""
+    kinds = {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "an object"}
+    text = json.dumps(value, ensure_ascii=False) if isinstance(value, (list, dict)) else repr(value)
+    if len(text) > 40:
+        text = text[:39] + "\u2026"
+    return f"{kinds.get(type(value), type(value).__name__)} ({text})"
+
+
+def check_text_fields(data: Mapping[str, Any], where: str) -> None:
+    """Each of :data:`TEXT_FIELDS` that ``data`` holds is a string or null; :class:`InstanceError`
+    (the field and what it must hold) otherwise."""
+    for name, expected in TEXT_FIELDS.items():
+        value = data.get(name)
+        if value is not None and not isinstance(value, str):
+            raise InstanceError(where, name, f"expected {expected}, got {_shown(value)}")
+
+
+def _read_row(row: Any, where: str) -> Instance:
+    """One instance read from a file: :func:`parse_instance`, and its text fields' types checked
+    (:func:`check_text_fields`)."""
+    instance = parse_instance(row, where)
+    check_text_fields(instance.fields, f"{where} (instance {instance.instance_id})")
+    return instance
 
 
 def parse_instance(data: Any, source: str = "<memory>") -> Instance:
@@ -153,26 +201,47 @@ TWICE: Final = ("given twice in one object: JSON keeps the last and drops the fi
 
 
 class _NotJson(ValueError):
-    def __init__(self, name: str) -> None:
-        super().__init__(name)
-        self.name = name
-
-
-def _refuse_constant(name: str) -> Any:
-    raise _NotJson(name)
+    """A number the instance cannot hold, with why (the whole line said)."""
 
 
 NOT_JSON: Final = ("is not a JSON value (JSON has no NaN or Infinity; Python's json module reads them, other tools "
                    "do not, and no digest or ledger can hold them): write null or a number")
 
 
+def _refuse_constant(name: str) -> Any:
+    raise _NotJson(f"{name} {NOT_JSON}")
+
+
+def _whole_number(text: str) -> int:
+    """A JSON integer as ``int``; one longer than Python converts (``sys.get_int_max_str_digits``,
+    4300 digits by default) is refused by name, never a ``ValueError`` from inside the parser."""
+    try:
+        return int(text)
+    except ValueError:
+        digits = len(text.lstrip("-"))
+        raise _NotJson(f"a number of {digits} digits ({text[:12]}...): more than the {sys.get_int_max_str_digits()} "
+                       "digits Python reads; no instance field holds such a number") from None  # fmt: skip
+
+
+def _finite_number(text: str) -> float:
+    """A JSON number with a fraction or exponent as ``float``; one too large for a float (``1e999``)
+    is refused, never read as infinity (which no digest or ledger can hold)."""
+    value = float(text)
+    if math.isinf(value):
+        shown = text if len(text) <= 40 else text[:39] + "\u2026"
+        raise _NotJson(f"the number {shown} is too large for a float (it would read as infinity): write a smaller "
+                       "number, or a string")  # fmt: skip
+    return value
+
+
 def _loads(where: str, text: str) -> Any:
     try:
-        return nesting.loads(text, object_pairs_hook=_once_each, parse_constant=_refuse_constant)
+        return nesting.loads(text, object_pairs_hook=_once_each, parse_constant=_refuse_constant,
+                             parse_int=_whole_number, parse_float=_finite_number)  # fmt: skip
     except _TwiceGiven as exc:
         raise InstanceError(where, exc.key, TWICE) from None
     except _NotJson as exc:
-        raise InstanceError(where, None, f"{exc.name} {NOT_JSON}") from None
+        raise InstanceError(where, None, str(exc)) from None
 
 
 def _json_rows(path: Path, text: str) -> Iterator[tuple[str, Any]]:
@@ -227,7 +296,7 @@ def _read(path: str | Path) -> tuple[Path, str]:
 def load_instances(path: str | Path) -> list[Instance]:
     """Every instance of a file (one object, an array or JSONL), validated."""
     path, text = _read(path)
-    instances = [parse_instance(row, where) for where, row in _json_rows(path, text)]
+    instances = [_read_row(row, where) for where, row in _json_rows(path, text)]
     seen: dict[str, str] = {}
     for instance in instances:
         if instance.instance_id in seen:
@@ -256,7 +325,7 @@ def load_instance(path: str | Path, instance_id: str | None = None) -> Instance:
                 f"(objective-score: --instance-id), for example {', '.join(map(repr, some))}",
             )
         where, row = rows[0]
-        return parse_instance(row, where)
+        return _read_row(row, where)
     # Find the row first so that a malformed *other* row does not block this one.
     path, text = _read(path)
     found: list[tuple[str, Any]] = []
@@ -275,4 +344,4 @@ def load_instance(path: str | Path, instance_id: str | None = None) -> Instance:
         raise InstanceError(
             str(path), "instance_id", f"instance {instance_id!r} appears {len(found)} times ({found[0][0]}, {found[1][0]})"
         )
-    return parse_instance(found[0][1], found[0][0])
+    return _read_row(found[0][1], found[0][0])

@@ -31,7 +31,7 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Iterable, Sequence
 
 from .inputs import stat_problem
 
@@ -201,7 +201,8 @@ def ledger_file_problem(args: argparse.Namespace) -> str | None:
 def ledger_folder_problem(args: argparse.Namespace) -> str | None:
     """A ``--ledger`` (or ``$OBJECTIVE_SCORE_LEDGER``) that does not exist in a folder that does not
     either: a ledger is never made in a missing folder (a typo would start a new, empty ledger
-    somewhere unexpected). Only the default ledger's folder (``.objective-scoring``) is created."""
+    somewhere unexpected). Only a folder named as the default ledger's (``.objective-scoring``) is
+    made, in a folder that exists."""
     value = getattr(args, "ledger", None)
     if getattr(args, "no_ledger", False) or not isinstance(value, (str, os.PathLike)) or not str(value):
         return None
@@ -213,6 +214,8 @@ def ledger_folder_problem(args: argparse.Namespace) -> str | None:
     found, problem = _lstat_problem(folder)
     if problem:
         return f"--ledger {path}: the folder {folder}: {problem}"
+    if found is None and folder.name == ".objective-scoring" and os.path.isdir(folder.parent or "."):
+        return None  # the default ledger's folder, made beside its parent as the default one is
     if found is None:
         return (f"--ledger {path}: no such ledger, and its folder {folder} does not exist either (a ledger is never "
                 "made in a missing folder: make the folder first)")  # fmt: skip
@@ -269,6 +272,23 @@ def clash_problems(args: argparse.Namespace) -> list[str]:
     return found
 
 
+STDIN_NAMES = ("-", "/dev/stdin", "/dev/fd/0")
+
+
+def stdin_problem(given: Iterable[tuple[str, Any]]) -> str | None:
+    """Why these ``(option, value)`` pairs cannot all be read, or None: standard input read by two
+    options gives the first all of it and the second nothing (an empty patch, an empty instance),
+    so two options that name it (``-``, ``/dev/stdin``) are refused before anything is read."""
+    named = [(option, str(value)) for option, value in given if str(value or "") in STDIN_NAMES]
+    if len(named) < 2:
+        return None
+    dashes = all(value == "-" for _, value in named)
+    shown = [option if dashes else f"{option} {value}" for option, value in named]
+    listed = " and ".join(shown) if len(shown) == 2 else ", ".join(shown[:-1]) + " and " + shown[-1]
+    verb = ("both" if len(shown) == 2 else "all") + (" name -" if dashes else " read standard input")
+    return f"standard input can be read by one option only: {listed} {verb}"
+
+
 def contradictions(args: argparse.Namespace) -> list[str]:
     """Two options given together that contradict each other, one line each (never one silently winning)."""
     found = []
@@ -284,6 +304,9 @@ def problems_of(args: argparse.Namespace) -> list[str]:
     command, action = str(getattr(args, "command", "")), getattr(args, "action", None)
     options = OUTPUTS.get((command, action)) or OUTPUTS.get((command, None)) or ()
     problems = contradictions(args) + input_folder_problems(args) + clash_problems(args)
+    twice = stdin_problem((option, getattr(args, dest, None)) for option, dest in INPUT_FILES)
+    if twice:
+        problems.append(twice)
     for ledger_problem in (ledger_file_problem(args), ledger_folder_problem(args)):
         if ledger_problem:
             problems.append(ledger_problem)

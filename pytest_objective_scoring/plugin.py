@@ -406,7 +406,9 @@ class ScoringSession:
             records=records,
         )
         if reason is None:
-            reason = _ran_no_test(self.config.option)
+            none_ran = len(grading.missing) == len(grading.results)
+            reason = _ran_no_test(self.config.option) or _not_its_repository(Path(self.config.rootpath), self.instance,
+                                                                             none_ran)  # fmt: skip
         score = None
         # the candidate is named even when there is no verdict, so runs stay apart in the ledger
         ref = self.settings.patch_ref or worktree_patch_ref(Path(self.config.rootpath), self.settings.out)
@@ -503,13 +505,8 @@ class ScoringSession:
         finally:
             if collecting:
                 gc.enable()
-        if self.settings.gate:
-            score = envelope["score"]
-            if score is None:
-                if int(session.exitstatus) in (0, 1):
-                    session.exitstatus = GATE_NO_VERDICT
-            else:
-                session.exitstatus = 0 if score["resolved"] == "resolved" else 1
+        session.exitstatus = final_status(int(session.exitstatus), envelope["score"], self.settings.gate,
+                                          written=self.out_line is None)  # fmt: skip
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_json_modifyreport(self, json_report: dict[str, Any]) -> None:
@@ -668,6 +665,24 @@ def _record(path: Path, envelope: dict[str, Any]) -> str:
 # a gate reading 6 knows the plugin said "no verdict", never pytest crashing
 GATE_NO_VERDICT: Final = 6
 
+
+def final_status(exitstatus: int, score: Mapping[str, Any] | None, gate: bool, written: bool = True) -> int:
+    """The session's exit status once it is graded. pytest's own failures (2-5: interrupted, internal
+    error, usage error, no tests) stand as they are. Otherwise, with ``--objective-gate``, the verdict's
+    status: 0 resolved, 1 not resolved, :data:`GATE_NO_VERDICT` no verdict. And an envelope that could
+    not be written where ``--objective-score-out`` asked (``written`` False) is :data:`GATE_NO_VERDICT`,
+    with the gate or without it: the verdict is printed, but it is not where the job will look for it."""
+    if exitstatus not in (0, 1):
+        return exitstatus
+    if not written:
+        return GATE_NO_VERDICT
+    if not gate:
+        return exitstatus
+    if score is None:
+        return GATE_NO_VERDICT
+    return 0 if score["resolved"] == "resolved" else 1
+
+
 # pytest options under which the session runs no test body: a listed test "ran" only its fixtures
 RAN_NO_TEST: Final = (("collectonly", "--collect-only"), ("setupplan", "--setup-plan"), ("setuponly", "--setup-only"))
 
@@ -679,6 +694,20 @@ def _ran_no_test(option: Any) -> str | None:
         if getattr(option, dest, False):
             return f"{flag} ran no test"
     return None
+
+
+def _not_its_repository(rootdir: Path, instance: Instance, all_missing: bool) -> str | None:
+    """Why a run that found none of the listed tests is no verdict, or None: when no listed test ran
+    and none of their files is under the rootdir, the run is not in the instance's repository (or
+    not at its root); the working tree is not blamed for tests that are not there to run, as the
+    runner does not blame a candidate for a folder that is not the instance's."""
+    files = instance.test_files()
+    if not all_missing or not files or any(os.path.exists(rootdir / name) for name in files):
+        return None
+    repo = instance.get("repo") or "the instance's repository"
+    at = f" at {instance.base_commit}" if instance.base_commit else ""
+    shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+    return f"none of the listed tests' files is under the rootdir {rootdir} ({shown}): is it {repo}{at}?"
 
 
 def _timeout_of(config: pytest.Config) -> float | None:

@@ -72,6 +72,7 @@ from .workspace import (
     base_text,
     changed_files,
     existed_at,
+    patch_applies,
     prepare_copy,
     revert_protected,
     roots_below,
@@ -183,7 +184,10 @@ def _pipeline(task: Task, workspace: Path, journal: Journal, record: Record) -> 
     applied = apply.candidate()
     if applied.tampered is not None:
         return record.tampered(copy, applied.tampered)
-    if not applied.applied:
+    if not applied.applied:  # the control: when the task's own test patch fails there too, the copy is wrong
+        if task.test_patch and patch_applies(copy.path, copy.baseline, task.test_patch) is False:
+            raise InfraFailure("setup", "the test patch does not apply to the base either: the task or --repo is "
+                               "wrong, not the candidate")  # fmt: skip
         return record.unapplied("patch_apply", copy)
     runs = Run(task, prepare, copy, workspace, journal)
     applied = replace(applied, build=apply.build(applied, runs))

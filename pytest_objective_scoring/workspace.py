@@ -36,7 +36,9 @@ __all__ = [
     "changed_files",
     "existed_at",
     "fresh",
+    "holds_nothing",
     "import_roots",
+    "patch_applies",
     "prepare_copy",
     "reset",
     "restore_files",
@@ -502,6 +504,41 @@ def apply_test_patch(copy: Path, baseline: str, test_patch: str, files: Sequence
         raise InfraFailure(
             "setup", f"the test patch does not apply to the base: {(result.stderr or result.stdout).strip()[-800:]}"
         )
+
+
+def holds_nothing(repo: Path) -> bool:
+    """Whether a folder holds nothing a copy would take (only ``.git``, caches, virtualenvs...)."""
+    try:
+        names = os.listdir(repo)
+    except OSError:
+        return False
+    return not [name for name in names if name not in COPY_SKIP and name not in uncopied(str(repo), [name])]
+
+
+def patch_applies(repo: Path, base_commit: str | None, text: str) -> bool | None:
+    """Whether ``text`` applies (``git apply --check``, strictly, as the test patch is applied) to the
+    copy :func:`prepare_copy` would make of ``repo``, read where it is and never written: the tree of
+    ``base_commit`` (through a throw-away index), else the folder as it is. None when it cannot tell
+    (git missing or failing, ``base_commit`` not in ``repo``: :func:`prepare_copy` says that itself)."""
+    with tempfile.TemporaryDirectory(prefix="objective-score-check-") as place:
+        patch_file = Path(place) / "check.diff"
+        patch_file.write_bytes(text.encode("utf-8", "surrogateescape"))
+        # never a repository above the folder: its own .git, or none (then git apply works as patch does)
+        env = {**base_env(), **GIT_ENV, "GIT_CEILING_DIRECTORIES": os.path.dirname(os.path.abspath(repo))}
+        check = ["git", *GIT_IDENTITY, "apply", "--check", "--whitespace=nowarn"]
+        try:
+            if base_commit and (repo / ".git").exists():
+                env["GIT_INDEX_FILE"] = str(Path(place) / "index")
+                read = subprocess.run(["git", *GIT_IDENTITY, "read-tree", f"{base_commit}^{{tree}}"], cwd=repo, env=env,
+                                      capture_output=True, stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+                if read.returncode != 0:
+                    return None
+                check.append("--cached")
+            done = subprocess.run([*check, str(patch_file)], cwd=repo, env=env, capture_output=True,
+                                  stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+        except OSError:
+            return None
+        return {0: True, 1: False}.get(done.returncode)  # 1: it does not apply; 128: git itself failed
 
 
 def import_roots(copy: Path) -> tuple[list[str], list[str]]:

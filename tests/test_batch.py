@@ -330,7 +330,7 @@ def test_a_repository_that_is_not_checked_out_is_named_with_where_it_was_looked_
 
 def test_workers_must_be_positive(tmp_path):
     result = batch_cli("--workers", "0", ledger=tmp_path / "l.sqlite", preds=predictions(tmp_path, {"cheap-fix"}))
-    assert result.returncode == 2 and "--workers 0: expected at least 1" in result.stderr
+    assert result.returncode == 2 and "'0': the number of workers must be from 1 to 1024" in result.stderr
 
 
 def test_owner_slash_name_layout_is_found_first(tmp_path):
@@ -702,8 +702,8 @@ def test_output_paths_are_checked_before_any_grading(tmp_path):
     ledger = tmp_path / "l.sqlite"
     (tmp_path / "a-file").write_text("")
     cases = [
-        (("--log-dir", str(tmp_path / "a-file")), f"--log-dir: {tmp_path / 'a-file'} is a file, not a folder"),
-        (("--log-dir", str(tmp_path / "a-file" / "logs")), f"--log-dir: {tmp_path / 'a-file'} is a file, not a folder"),
+        (("--log-dir", str(tmp_path / "a-file")), f"--log-dir {tmp_path / 'a-file'}: is a file: expected a folder"),
+        (("--log-dir", str(tmp_path / "a-file" / "logs")), f"{tmp_path / 'a-file'} is not a folder"),
         (("--report", str(tmp_path / "a-file" / "report.json")), f"--report {tmp_path / 'a-file' / 'report.json'}: {tmp_path / 'a-file'} is not a folder"),
         (("--report", str(tmp_path)), f"--report {tmp_path}: is a directory: expected a file"),
         (("--report", str(tmp_path / "missing" / "report.json")), f"the folder {tmp_path / 'missing'} does not exist (missing folders are not created"),

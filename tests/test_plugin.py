@@ -520,14 +520,14 @@ def test_an_envelope_file_that_is_a_directory_is_a_usage_error(pytester, write_i
 def test_an_envelope_file_that_cannot_be_written_is_said_and_the_ledger_still_records_the_run(pytester, write_instance):
     """A write that fails at the session's end (here its folder is gone by then) is one line, never a
     traceback, and the envelope is printed in full instead: the verdict, the gate's status and the
-    ledger's entry stand."""
+    ledger's entry stand; the status (6, no verdict) says the envelope is not where it was asked."""
     pytester.makepyfile(test_a="import shutil\n\ndef test_a():\n    shutil.rmtree('gone')\n")
     (pytester.path / "gone").mkdir()
     ledger = pytester.path / "l.sqlite"
     result = pytester.runpytest_inprocess(f"--objective-score={write_instance(['test_a.py::test_a'])}",
                                           "--objective-score-out=gone/score.json", "--objective-gate",
                                           f"--objective-ledger={ledger}")  # fmt: skip
-    assert result.ret == 0
+    assert result.ret == 6
     result.stdout.fnmatch_lines(["verdict: RESOLVED", f"score: NOT written to {pytester.path / 'gone' / 'score.json'}: *",
                                  '*"score": {"instance_id": *"resolved": "resolved"*',
                                  f"ledger: entry 1 appended to {ledger}"])  # fmt: skip

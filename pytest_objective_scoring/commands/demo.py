@@ -94,24 +94,22 @@ def harness_of(candidate: str) -> str:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from ..instances import load_instance
-    from ..runner import GradeRequest, grade_candidate
+    from ..runner import GradeRequest
 
     fixtures = find_fixtures(args.fixtures)
     cases = demo_cases(fixtures)
     if not cases:
         raise CommandError(f"{fixtures}: no instance with candidate patches found")
+    python = _interpreter(args.python)  # before any grading, as grade checks it
     with contextlib.ExitStack() as stack:
         ledger, recorded = _open_ledger(args, stack)
         hidden = () if ledger is None else hidden_paths(args)  # the ledger is out of the tests' sight
         rows = []
         for index, (name, candidate, instance_file, repo, patch) in enumerate(cases, 1):
             started = time.perf_counter()
-            instance = load_instance(instance_file)
-            result = grade_candidate(
-                GradeRequest(repo=repo, instance=instance, patch=patch.read_bytes(), python=args.python,
-                             timeout=args.timeout, harness=harness_of(candidate), hidden=hidden)
-            )  # fmt: skip
+            instance = _instance(instance_file)
+            result = _graded(GradeRequest(repo=repo, instance=instance, patch=patch.read_bytes(), python=python,
+                                          timeout=args.timeout, harness=harness_of(candidate), hidden=hidden))  # fmt: skip
             seq = None if ledger is None else _record(ledger, recorded, result.envelope, instance.fields)
             rows.append(_row(result, candidate, started, seq))
             if not args.json:
@@ -127,6 +125,38 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print(f"ledger: {len(seqs)} graded runs appended to {args.ledger} (score entries seq {seqs[0]} to {seqs[-1]}: "
                   f"objective-score ledger show --ledger {args.ledger})")  # fmt: skip
     return 0 if all(r["as_expected"] for r in rows) else 1
+
+
+def _interpreter(python: str) -> str:
+    """``--python`` resolved and run once, as ``grade`` checks it (:func:`.grade_task.resolve_python`):
+    one that is missing or does not run as Python (``/bin/false``) is bad input, before any grading."""
+    from ..grade_task import resolve_python
+    from ..workspace import BadInput
+
+    try:
+        return resolve_python(python)
+    except BadInput as exc:
+        raise CommandError(str(exc)) from None
+
+
+def _instance(path: Path) -> Any:
+    """A fixture's instance (``--fixtures DIR`` may hold a broken one: bad input, one line)."""
+    from ..instances import InstanceError, load_instance
+
+    try:
+        return load_instance(path)
+    except InstanceError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def _graded(request: Any) -> Any:
+    """One case graded; a request the runner refuses (:class:`~.workspace.BadInput`) is bad input, one line."""
+    from ..runner import BadInput, grade_candidate
+
+    try:
+        return grade_candidate(request)
+    except BadInput as exc:
+        raise CommandError(str(exc)) from None
 
 
 def _open_ledger(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[Any, list[dict[str, Any]]]:

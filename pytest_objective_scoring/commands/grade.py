@@ -11,16 +11,17 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from .. import nesting
 from .. import options
 from ..errors import EXIT_INFRASTRUCTURE, CommandError, ledger_problem
 from ..ledger import DEFAULT_LEDGER
+from ..outputs import stdin_problem  # one rule for every command (re-exported)
 from . import HELP
 from .shared import add_patch_limit, add_runner_options, compute_rate, hidden_paths, reruns
 
-__all__ = ["artifact_list", "cmd_grade", "register", "task_audit"]
+__all__ = ["STDIN_OPTIONS", "artifact_list", "cmd_grade", "ignored_test_cmd", "register", "stdin_problem", "task_audit"]
 
 GRADE_EPILOG = """\
 examples:
@@ -60,10 +61,52 @@ def _read_patch(value: str, limit: int | None = None) -> bytes:
         raise CommandError(f"--patch {value}: {exc}") from None
 
 
+STDIN_OPTIONS: Final = (("--instance", "instance"), ("--patch", "patch"), ("--test-patch", "test_patch"),
+                        ("--from-report", "from_report"))
+"""``grade``'s options that read standard input when given ``-``."""
+
+
+def ignored_test_cmd(test_cmd: str | None, command: Any) -> str | None:
+    """Why ``--test-cmd`` would not be used for the command chosen (:func:`.runner_choice.choose`),
+    or None: never ignored silently. Under pytest the runner runs pytest itself (its recorder, the
+    repository's configuration pinned, the listed tests' files): a command line's options would
+    change what is judged, so it is refused, not honoured; and an instance that names its own
+    runner or test command wins over the option (its data says how its tests run)."""
+    if test_cmd is None:
+        return None
+    if command.is_pytest:
+        return (f"--test-cmd {test_cmd!r}: the pytest runner runs pytest itself (its recorder, the repository's "
+                "configuration pinned, the listed tests' files), so a test command would be ignored; it is for the "
+                "django, sympy and unittest runners (name one with --runner, or drop --test-cmd)")  # fmt: skip
+    if command.command != test_cmd:
+        return (f"--test-cmd {test_cmd!r}: not used: {command.source} says how the tests run ({command.command!r}); "
+                "drop --test-cmd, or the instance's own 'runner'/'test_cmd' fields")  # fmt: skip
+    return None
+
+
+def _check_test_cmd(args: argparse.Namespace, instance: Any) -> None:
+    """``--test-cmd`` refused before work when it would not be used (:func:`ignored_test_cmd`)."""
+    if args.test_cmd is None:
+        return
+    from ..runner_choice import CommandError as RunnerError
+    from ..runner_choice import choose
+
+    try:
+        command = choose(instance, args.runner, args.test_cmd, "--runner / --test-cmd")
+    except RunnerError as exc:
+        raise CommandError(str(exc)) from None
+    problem = ignored_test_cmd(args.test_cmd, command)
+    if problem:
+        raise CommandError(problem)
+
+
 def cmd_grade(args: argparse.Namespace) -> int:
     from ..instances import InstanceError, load_instance
     from ..runner import BadInput, GradeRequest, grade_candidate
 
+    problem = stdin_problem((option, getattr(args, dest, None)) for option, dest in STDIN_OPTIONS)
+    if problem:
+        raise CommandError(problem)
     try:
         instance = load_instance(args.instance, args.instance_id)
     except InstanceError as exc:
@@ -73,6 +116,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     if args.runner in ("surefire", "jest", "go", "nextest"):
         raise CommandError(f"--runner {args.runner}: only with --from-report (its tests are read from a report; "
                            "a live run is for pytest, django, sympy and unittest)")  # fmt: skip
+    _check_test_cmd(args, instance)
     image = _image_of(args, instance.instance_id)
     missing = [flag for flag, value in (("--repo", args.repo or image), ("--patch", args.patch)) if not value]
     if missing:
@@ -247,7 +291,9 @@ def _grade_from_report(args: argparse.Namespace, instance: Any) -> int:
     from ..envelope import patch_ref_of
     from ..reports import ReportError
 
-    for flag, value in (("--repo", args.repo), ("--test-patch", args.test_patch), ("--keep", args.keep)):
+    for flag, value in (("--repo", args.repo), ("--test-patch", args.test_patch), ("--keep", args.keep),
+                        ("--test-cmd", args.test_cmd), ("--image", args.image), ("--python", args.python),
+                        ("--select", args.select), ("--reruns", args.reruns)):  # fmt: skip
         if value:
             raise CommandError(f"{flag} has no effect with --from-report: the tests already ran")
     patch_ref = args.patch_ref or (patch_ref_of(_read_patch(args.patch)) if args.patch else None)

@@ -8,7 +8,6 @@ Imports no command module, so every command may import it.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any, Sequence
