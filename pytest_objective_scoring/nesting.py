@@ -108,6 +108,26 @@ def deep_at(text: str, start: int = 0, end: int | None = None, level: int = 0) -
     return start
 
 
+def long_number(exc: ValueError) -> bool:
+    """Whether ``exc`` is Python refusing to convert an integer of too many digits (a hook's own
+    ValueError, such as a refused NaN, is not)."""
+    return "integer string conversion" in str(exc)
+
+
+def number_too_long(doc: str, start: int) -> json.JSONDecodeError:
+    """The refusal of an integer longer than Python converts (``sys.get_int_max_str_digits``, 4300
+    digits by default), at its place in ``doc`` (searched from ``start``), as json says a syntax
+    error: a line, never a ``ValueError`` from inside the parser."""
+    import re
+    import sys
+
+    most = getattr(sys, "get_int_max_str_digits", lambda: 4300)()
+    found = re.compile(r"-?[0-9]{%d,}" % (most + 1)).search(doc, start)
+    digits = len(found.group().lstrip("-")) if found else most + 1
+    return json.JSONDecodeError(f"a number of {digits} digits, more than the {most} Python reads", doc,
+                                found.start() if found else start)  # fmt: skip
+
+
 def loads(text: str | bytes, **kwargs: Any) -> Any:
     """``json.loads(text, **kwargs)``, refusing a document nested more than :data:`LIMIT` deep with
     :class:`TooDeep` (a ``json.JSONDecodeError``) whether the parser gave up on it or not."""
@@ -115,6 +135,11 @@ def loads(text: str | bytes, **kwargs: Any) -> Any:
         value = json.loads(text, **kwargs)
     except RecursionError:
         value, deep = None, True
+    except ValueError as exc:
+        if isinstance(exc, json.JSONDecodeError) or not long_number(exc):
+            raise
+        doc = text.decode("utf-8", "replace") if isinstance(text, (bytes, bytearray)) else text
+        raise number_too_long(doc, 0) from None
     else:
         deep = depth(value) > LIMIT
     if deep:

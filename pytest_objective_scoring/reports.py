@@ -948,6 +948,14 @@ class _Scan:
                 if self._retry(exc):
                     continue
                 raise self.syntax(exc.msg, exc.pos) from None
+            except ValueError as exc:  # an integer longer than Python converts: said where it stands
+                if not nesting.long_number(exc):
+                    raise
+                if not self.eof and len(self.buf) - self.at < CHUNK * 64:
+                    self.more(max(CHUNK, len(self.buf) - self.at))  # the whole number, for its length
+                    continue
+                found = nesting.number_too_long(self.buf, self.at)
+                raise self.syntax(found.msg, found.pos) from None
             if end > len(self.buf) - _SLACK and not self.eof:  # a number may go on
                 self.more(max(CHUNK, len(self.buf) - self.at))
                 continue

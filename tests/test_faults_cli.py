@@ -159,3 +159,30 @@ def test_an_output_in_a_folder_that_cannot_be_entered_is_one_line(tmp_path):
                           "--out", "permission denied")  # fmt: skip
     finally:
         locked.chmod(0o700)
+
+
+@pytest.mark.parametrize("kind", ["json", "reportlog"])
+def test_a_report_holding_a_number_past_pythons_limit_is_one_line(tmp_path, kind):
+    """A 5,000-digit integer in a pytest-json-report or a reportlog line: said where it stands."""
+    big = "1" * 5000
+    node = "tests/test_interval.py::TestInterval::test_length"
+    if kind == "json":
+        report = tmp_path / "r.json"
+        report.write_text('{"tests": [{"nodeid": "%s", "outcome": "passed", "x": %s}]}' % (node, big))
+    else:
+        report = tmp_path / "r.jsonl"
+        report.write_text('{"pytest_version": "8.0", "$report_type": "SessionStart"}\n'
+                          '{"$report_type": "TestReport", "nodeid": "%s", "when": "call", "outcome": "passed", '
+                          '"x": %s}\n' % (node, big))  # fmt: skip
+    result = run_cli_here("grade", "--instance", str(INSTANCE), "--from-report", str(report), "--no-ledger")
+    _one_line_refusal(result, "--from-report", "a number of 5000 digits, more than the")
+
+
+def test_nesting_loads_refuses_a_long_number_as_json_says_a_syntax_error():
+    import json
+
+    from pytest_objective_scoring import nesting
+
+    with pytest.raises(json.JSONDecodeError) as caught:
+        nesting.loads('{"a": [1, ' + "9" * 5000 + "]}")
+    assert caught.value.pos == 10 and "5000 digits" in caught.value.msg
