@@ -23,6 +23,7 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Final, Mapping, Sequence
 
+from .cost_ledger import finite_number, shown
 from .ledger import canonical
 
 __all__ = [
@@ -164,9 +165,9 @@ def _need(data: Mapping[str, Any], key: str, kind: Any, where: str) -> Any:
     value = data[key]
     if isinstance(value, bool) or not isinstance(value, kind) or (isinstance(value, str) and not value.strip()):
         expected = {str: "a non-empty string", int: "a whole number", (int, float): "a number"}.get(kind, str(kind))
-        raise ABError(f"{where}: field {key!r}: expected {expected}, got {value!r}")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ABError(f"{where}: field {key!r}: expected a finite number, got {value!r}")
+        raise ABError(f"{where}: field {key!r}: expected {expected}, got {shown(value)}")
+    if kind == (int, float) and not finite_number(value):  # 10**400 is an int no float can hold: never a timeout
+        raise ABError(f"{where}: field {key!r}: expected a finite number, got {shown(value)}")
     if isinstance(value, str) and any(ord(c) < 32 or ord(c) == 127 for c in value):
         raise ABError(f"{where}: field {key!r}: control characters (a newline, a tab) are not allowed: {value!r}")
     return value
@@ -239,19 +240,19 @@ def parse_manifest(data: Any, where: str) -> Manifest:
         raise ABError(f"{where}: field 'decision_rule': expected an object")
     alpha = rule.get("alpha", DEFAULT_ALPHA)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha <= MAX_ALPHA:
-        raise ABError(f"{where}: decision_rule.alpha: expected a number above 0 and at most {MAX_ALPHA}, got {alpha!r}")
+        raise ABError(f"{where}: decision_rule.alpha: expected a number above 0 and at most {MAX_ALPHA}, got {shown(alpha)}")
     cap = rule.get("max_dollars_per_extra_resolve")
-    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float)) or not math.isfinite(cap) or cap < 0):
-        raise ABError(f"{where}: decision_rule.max_dollars_per_extra_resolve: expected dollars >= 0, got {cap!r}")
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float)) or not finite_number(cap) or cap < 0):
+        raise ABError(f"{where}: decision_rule.max_dollars_per_extra_resolve: expected dollars >= 0, got {shown(cap)}")
     min_effect = rule.get("min_effect")
     if min_effect is not None and (isinstance(min_effect, bool) or not isinstance(min_effect, (int, float))
                                    or not 0 < min_effect <= MAX_MIN_EFFECT):  # fmt: skip
         raise ABError(f"{where}: decision_rule.min_effect: expected the smallest uplift worth detecting, in resolve-rate "
-                      f"points above 0 and at most {MAX_MIN_EFFECT} (0.05 is 5 points), got {min_effect!r}")  # fmt: skip
+                      f"points above 0 and at most {MAX_MIN_EFFECT} (0.05 is 5 points), got {shown(min_effect)}")  # fmt: skip
     task_sd = rule.get("task_effect_sd", 0.3)
     if isinstance(task_sd, bool) or not isinstance(task_sd, (int, float)) or not MIN_TASK_EFFECT_SD <= task_sd <= 1:
         raise ABError(f"{where}: decision_rule.task_effect_sd: expected the assumed spread of per-task effects, between "
-                      f"{MIN_TASK_EFFECT_SD} and 1 (tasks always differ: seeds alone cannot buy power), got {task_sd!r}")  # fmt: skip
+                      f"{MIN_TASK_EFFECT_SD} and 1 (tasks always differ: seeds alone cannot buy power), got {shown(task_sd)}")  # fmt: skip
     unknown_rule = sorted(set(rule) - {"alpha", "max_dollars_per_extra_resolve", "min_effect", "task_effect_sd"})
     if unknown_rule:
         raise ABError(f"{where}: decision_rule.{unknown_rule[0]} is not part of a decision rule (alpha, "

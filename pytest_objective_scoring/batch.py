@@ -23,10 +23,28 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Final, Iterable, Iterator, Mapping, Sequence
+from typing import (
+    Any,
+    BinaryIO,
+    Callable,
+    Final,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 
 from . import nesting
-from .cost_ledger import INFRA_CLASSES, CostError, HarnessCost, parse_harness_cost
+from .cost_ledger import (
+    INFRA_CLASSES,
+    CostError,
+    HarnessCost,
+    NotJson,
+    input_problem,
+    loads,
+    parse_harness_cost,
+)
 from .environments import Environment
 from .instances import Instance
 from .ledger import Ledger, canonical, run_entries
@@ -35,11 +53,14 @@ __all__ = [
     "BatchError",
     "Job",
     "Prediction",
+    "benchmark_of",
     "failure_outcome",
+    "fitted",
     "grade_job",
     "load_predictions",
     "plan_jobs",
     "recorded_jobs",
+    "run_id_part",
 ]
 
 GOLD: Final = "gold"
@@ -109,7 +130,9 @@ def _rows(path: Path, text: str) -> Iterator[tuple[str, Any]]:
         raise BatchError(f"{path}: the file is empty: expected JSONL, a JSON list or a JSON object of predictions")
     if stripped[0] in "[{" and not path.name.endswith(".jsonl"):
         try:
-            value = nesting.loads(text)
+            value = loads(text)
+        except NotJson as exc:
+            raise BatchError(f"{path}: {exc}") from None
         except json.JSONDecodeError as exc:
             if exc.msg != "Extra data":
                 raise BatchError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
@@ -129,10 +152,17 @@ def _rows(path: Path, text: str) -> Iterator[tuple[str, Any]]:
             return
     for lineno, line in enumerate(text.split("\n"), 1):
         if line.strip():
-            try:
-                yield f"{path}:{lineno}", nesting.loads(line)
-            except json.JSONDecodeError as exc:
-                raise BatchError(f"{path}:{lineno}: invalid JSON in JSONL line: {exc.msg}") from None
+            yield f"{path}:{lineno}", _line_row(path, lineno, line)
+
+
+def _line_row(path: Path, lineno: int, line: str) -> Any:
+    """One JSONL line's row; a line that is not one JSON value is a :class:`BatchError` naming it."""
+    try:
+        return loads(line)
+    except NotJson as exc:
+        raise BatchError(f"{path}:{lineno}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise BatchError(f"{path}:{lineno}: invalid JSON in JSONL line: {exc.msg}") from None
 
 
 def read_rows(path: Path, text: str) -> Iterator[tuple[str, Any]]:
@@ -156,82 +186,141 @@ def _bounded(patch: str | None, limit: int | None) -> tuple[str | None, tuple[in
     return patch[: limit + 1], (size, "sha256:" + digest.hexdigest())
 
 
-def _stream_jsonl(path: Path) -> Iterator[tuple[str, Any]]:
-    """The rows of a JSONL file read a line at a time (a huge row is held once, not the whole file)."""
-    with open(path, "rb") as handle:
-        for lineno, raw in enumerate(handle, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise BatchError(f"{path}:{lineno}: not UTF-8 text ({exc.reason} at byte {exc.start} of the line)") from None
-            del raw
-            if line.strip():
-                try:
-                    yield f"{path}:{lineno}", nesting.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise BatchError(f"{path}:{lineno}: invalid JSON in JSONL line: {exc.msg}") from None
+HEAD: Final = 1 << 16  # what is looked at to tell JSONL from one JSON document
+PREDICTIONS_EXPECTED: Final = "JSONL, a JSON list or a JSON object of predictions"
 
 
-def _is_jsonl(path: Path) -> bool:
+def _looks_jsonl(path: Path, head: bytes) -> bool:
     """A ``.jsonl`` file, or one whose first line is a whole JSON object followed by more."""
     if path.name.endswith(".jsonl"):
         return True
-    with open(path, "rb") as handle:
-        head = handle.read(1 << 16)
     return head.lstrip()[:1] == b"{" and b"\n{" in head.replace(b"\r\n", b"\n")
+
+
+def _lines(head: bytes, handle: BinaryIO) -> Iterator[bytes]:
+    """The lines (split at ``\\n`` only, as a file in binary mode is) of ``head`` and then of the rest of
+    ``handle``, which ``head`` was read from: the file is read once, as a pipe can only be."""
+    *whole, rest = head.split(b"\n")
+    for line in whole:
+        yield line + b"\n"
+    del whole
+    rest += handle.readline()
+    if rest:
+        yield rest
+    yield from handle
+
+
+def _stream_jsonl(path: Path, lines: Iterable[bytes]) -> Iterator[tuple[str, Any]]:
+    """The rows of a JSONL file read a line at a time (a huge row is held once, not the whole file)."""
+    for lineno, raw in enumerate(lines, 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise BatchError(f"{path}:{lineno}: not UTF-8 text ({exc.reason} at byte {exc.start} of the line)") from None
+        del raw
+        if line.strip():
+            yield f"{path}:{lineno}", _line_row(path, lineno, line)
+
+
+def _prediction_rows(path: Path) -> Generator[tuple[str, Any], None, None]:
+    """The rows of a predictions file, which is opened and read once (:func:`.inputs.open_input`: a
+    named pipe nobody writes to and a device are refused at once; ``<(...)`` and ``-``, standard
+    input, are read as they come): JSONL a line at a time, anything else whole."""
+    import stat
+    import sys
+
+    from .inputs import NO_WRITER, InputProblem, open_input
+
+    try:
+        handle = open_input(path)
+    except InputProblem as exc:
+        raise BatchError(f"{path}: {input_problem(path, str(exc), PREDICTIONS_EXPECTED)}") from None
+    try:
+        head = handle.read(HEAD)
+        if not head and str(path) != "-" and stat.S_ISFIFO(os.fstat(handle.fileno()).st_mode):
+            raise BatchError(f"{path}: {NO_WRITER}")
+        if head.strip() and _looks_jsonl(path, head):
+            yield from _stream_jsonl(path, _lines(head, handle))
+            return
+        data = head + handle.read()
+        del head
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise BatchError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        del data
+        yield from _rows(path, text)
+    except OSError as exc:
+        raise BatchError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    finally:
+        if handle is not sys.stdin.buffer:
+            handle.close()
 
 
 def load_predictions(path: str | Path, max_patch_bytes: int | None = None) -> list[Prediction]:
     """Every prediction of a file, validated; duplicates of (instance, model) are refused. A patch
     over ``max_patch_bytes`` is not kept whole (:class:`Prediction` ``oversize``): one at a time is
-    held while the file is read, so memory grows with the largest patch, not with their sum."""
+    held while the file is read, so memory grows with the largest patch, not with their sum. The
+    file is read once (``<(...)`` and ``-`` work) and closed however the reading ends."""
+    import contextlib
+
     path = Path(path)
-    try:
-        if _is_jsonl(path) and path.stat().st_size > 0:
-            rows: Iterator[tuple[str, Any]] = _stream_jsonl(path)
-        else:
-            rows = _rows(path, path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BatchError(f"{path}: cannot be read ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise BatchError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     predictions: list[Prediction] = []
     seen: dict[tuple[str, str], str] = {}
-    for where, row in rows:
-        if not isinstance(row, dict):
-            raise BatchError(f"{where}: expected a JSON object with instance_id, model_name_or_path, model_patch")
-        for name in ("instance_id", "model_name_or_path"):
-            if not isinstance(row.get(name), str) or not row[name]:
-                raise BatchError(f"{where}: field {name!r}: expected a non-empty string, got {row.get(name)!r}")
-        patch = row.get("model_patch")
-        if patch is not None and not isinstance(patch, str):
-            raise BatchError(f"{where}: field 'model_patch': expected a string (a unified diff) or null, got {type(patch).__name__}")
-        if patch is None and row["model_name_or_path"] != GOLD and "model_patch" not in row:
-            raise BatchError(f"{where}: field 'model_patch' is missing (use null or \"\" for an empty patch)")
-        try:
-            cost = parse_harness_cost({k: v for k, v in row.items() if k != "model_name_or_path"}, where)
-        except CostError as exc:
-            raise BatchError(str(exc)) from None
-        artifacts = {}
-        for name in ("plan", "retrieval"):
-            value = row.get(name)
-            if value is not None:
-                if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-                    raise BatchError(f"{where}: field {name!r}: expected a JSON list of non-empty strings")
-                artifacts[name] = tuple(value)
-        pair = (row["instance_id"], row["model_name_or_path"])
-        if pair in seen:
-            raise BatchError(f"{where}: a second prediction of {pair[1]!r} for {pair[0]!r} (first at {seen[pair]})")
-        seen[pair] = where
-        patch, oversize = _bounded(patch, max_patch_bytes)
-        row.clear()
-        predictions.append(Prediction(pair[0], pair[1], patch, cost, where, **artifacts, oversize=oversize))
+    with contextlib.closing(_prediction_rows(path)) as rows:
+        for where, row in rows:
+            predictions.append(_prediction(where, row, seen, max_patch_bytes))
     if not predictions:
         raise BatchError(f"{path}: holds no predictions")
     return predictions
 
 
+def _prediction(where: str, row: Any, seen: dict[tuple[str, str], str], max_patch_bytes: int | None) -> Prediction:
+    """One row as a :class:`Prediction`, validated (``seen``: the (instance, model) pairs before it)."""
+    if not isinstance(row, dict):
+        raise BatchError(f"{where}: expected a JSON object with instance_id, model_name_or_path, model_patch")
+    for name in ("instance_id", "model_name_or_path"):
+        if not isinstance(row.get(name), str) or not row[name]:
+            raise BatchError(f"{where}: field {name!r}: expected a non-empty string, got {row.get(name)!r}")
+    patch = row.get("model_patch")
+    if patch is not None and not isinstance(patch, str):
+        raise BatchError(f"{where}: field 'model_patch': expected a string (a unified diff) or null, got {type(patch).__name__}")
+    if patch is None and row["model_name_or_path"] != GOLD and "model_patch" not in row:
+        raise BatchError(f"{where}: field 'model_patch' is missing (use null or \"\" for an empty patch)")
+    try:
+        cost = parse_harness_cost({k: v for k, v in row.items() if k != "model_name_or_path"}, where)
+    except CostError as exc:
+        raise BatchError(str(exc)) from None
+    artifacts = {}
+    for name in ("plan", "retrieval"):
+        value = row.get(name)
+        if value is not None:
+            if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+                raise BatchError(f"{where}: field {name!r}: expected a JSON list of non-empty strings")
+            artifacts[name] = tuple(value)
+    pair = (row["instance_id"], row["model_name_or_path"])
+    if pair in seen:
+        raise BatchError(f"{where}: a second prediction of {pair[1]!r} for {pair[0]!r} (first at {seen[pair]})")
+    seen[pair] = where
+    patch, oversize = _bounded(patch, max_patch_bytes)
+    row.clear()
+    return Prediction(pair[0], pair[1], patch, cost, where, **artifacts, oversize=oversize)
+
+
 # ---------------------------------------------------------------------- planning
+
+
+def benchmark_of(dataset: str | Path) -> str | None:
+    """The benchmark a dataset's file name gives by default: the name before its first dot
+    (``swe-bench-lite.jsonl``: ``swe-bench-lite``). None for standard input (``-``) and a path under
+    ``/dev`` or ``/proc`` (``<(...)`` is ``/dev/fd/63``): such a name names no benchmark, and a
+    benchmark called ``63`` would be ranked beside whatever else was read through that descriptor."""
+    if str(dataset) == "-":
+        return None
+    absolute = os.path.abspath(dataset)
+    if absolute.startswith(("/dev/", "/proc/")):
+        return None
+    return Path(absolute).name.split(".")[0] or None
 
 
 def repo_dir(repos: Path, instance: Instance) -> tuple[Path | None, list[Path]]:
@@ -607,23 +696,63 @@ LOG_FILES: Final = ("patch.diff", "test_output.txt", "report.json", "envelope.js
 RESUMED_ENTRY: Final = "ledger_entry.json"  # in place of envelope.json for a result read back from the ledger
 
 
-def path_part(name: str, what: str, *, model: bool = False) -> str:
-    """``name`` as one path component. A model's ``/`` is written ``__`` (SWE-bench's spelling);
-    anything else that cannot be one folder or file name is refused."""
+NAME_MAX: Final = 255
+"""Bytes in one file or folder name, at most (ext4, XFS, Btrfs, APFS, NTFS: 255)."""
+MAX_RUN_ID: Final = 128  # bytes of a run id: it names a folder, and a run report beside the model's name
+WHOLE_FILE_ROOM: Final = 64
+"""Bytes a file written whole (:mod:`.atomic`) needs beyond its name: its temporary file is named
+``.NAME.PID.NANOSECONDS.partial`` in the same folder."""
+
+
+def _quoted(name: str) -> str:
+    """``name`` quoted back in a message, cut after 40 characters."""
+    return repr(name) if len(name) <= 40 else repr(name[:40]) + f"... ({len(name)} characters)"
+
+
+def fitted(part: str, room: int = NAME_MAX) -> str:
+    """``part`` as it is when its UTF-8 spelling fits in ``room`` bytes; a longer one cut to fit
+    with ``-`` and 16 hex digits of the whole one's sha256 after it, so that two long names that
+    share their beginning still name two files (the records keep the whole name)."""
+    encoded = part.encode("utf-8", "surrogatepass")
+    if len(encoded) <= room:
+        return part
+    tail = "-" + hashlib.sha256(encoded).hexdigest()[:16]
+    return encoded[: room - len(tail)].decode("utf-8", "ignore") + tail
+
+
+def path_part(name: str, what: str, *, model: bool = False, room: int = NAME_MAX) -> str:
+    """``name`` as one path component of at most ``room`` bytes (:func:`fitted`). A model's ``/`` is
+    written ``__`` (SWE-bench's spelling); anything else that cannot be one folder or file name is
+    refused."""
     part = name.replace("/", "__") if model else name
     if part in ("", ".", "..") or "/" in part or "\0" in part or (os.altsep and os.altsep in part):
-        raise BatchError(f"{what} {name!r}: cannot name a folder or a file (expected no '/', not '.' or '..')")
-    return part
+        raise BatchError(f"{what} {_quoted(name)}: cannot name a folder or a file (expected no '/', not '.' or '..')")
+    return fitted(part, room)
+
+
+def run_id_part(run_id: str) -> str:
+    """A run id as the folder it names: refused (never cut: it is the name the user asked for and will
+    look for) when longer than :data:`MAX_RUN_ID` bytes."""
+    size = len(run_id.encode("utf-8", "surrogatepass"))
+    if size > MAX_RUN_ID:
+        raise BatchError(f"--run-id {_quoted(run_id)}: {size} bytes long: expected at most {MAX_RUN_ID} (it names a "
+                         "folder of the log tree and the run reports)")  # fmt: skip
+    return path_part(run_id, "--run-id")
 
 
 def run_report_path(folder: Path, model: str, run_id: str) -> Path:
-    """SWE-bench's run report of one model: ``{model}.{run_id}.json`` (a model's ``/`` as ``__``)."""
-    return folder / f"{path_part(model, 'model_name_or_path', model=True)}.{run_id}.json"
+    """SWE-bench's run report of one model: ``{model}.{run_id}.json`` (a model's ``/`` as ``__``; a model
+    name too long for one file name, with room for the temporary name it is written under, cut to fit:
+    :func:`fitted`)."""
+    suffix = f".{run_id_part(run_id)}.json"
+    room = NAME_MAX - WHOLE_FILE_ROOM - len(suffix.encode("utf-8", "surrogatepass"))
+    return folder / f"{path_part(model, 'model_name_or_path', model=True, room=room)}{suffix}"
 
 
 def instance_log_dir(log_dir: Path, run_id: str, model: str, instance_id: str) -> Path:
-    """SWE-bench's per-instance log folder: ``LOG_DIR/run_evaluation/RUN_ID/MODEL/INSTANCE_ID``."""
-    return (log_dir / "run_evaluation" / path_part(run_id, "--run-id") / path_part(model, "model_name_or_path", model=True)
+    """SWE-bench's per-instance log folder: ``LOG_DIR/run_evaluation/RUN_ID/MODEL/INSTANCE_ID`` (a
+    name too long for one folder name cut to fit, :func:`fitted`)."""
+    return (log_dir / "run_evaluation" / run_id_part(run_id) / path_part(model, "model_name_or_path", model=True)
             / path_part(instance_id, "instance_id"))  # fmt: skip
 
 
@@ -664,7 +793,7 @@ def check_outputs(jobs: Sequence[Job], run_id: str, log_dir: Path | None, report
     cannot be written."""
     problems: list[str] = []
     try:
-        path_part(run_id, "--run-id")
+        run_id_part(run_id)
     except BatchError as exc:
         return [str(exc)]
     models = sorted({job.prediction.model for job in jobs})

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Iterable, Mapping, Sequence
@@ -37,11 +38,18 @@ __all__ = [
     "CostError",
     "HarnessCost",
     "HarnessSummary",
+    "NotJson",
     "RunCost",
+    "UnreadableInput",
+    "finite_number",
+    "input_problem",
+    "input_text",
     "load_harness_cost",
+    "loads",
     "parse_harness_cost",
     "run_cost",
     "runs_from_entries",
+    "shown",
     "summarize",
 ]
 
@@ -78,20 +86,35 @@ class HarnessCost:
         return not (self.tokens is None and self.calls is None and self.dollars is None)
 
 
+def finite_number(value: float) -> bool:
+    """Whether a number is one a float holds finitely: NaN, infinities and whole numbers beyond a
+    float's range (``math.isfinite(10**400)`` raises) are not counts or dollars."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def shown(value: Any) -> str:
+    """``value`` quoted back in a message, cut after 40 characters."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
 def _count(value: Any, source: str, field: str) -> int | None:
     if value is None:
         return None
-    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not finite_number(value) or value < 0
             or value != int(value)):  # fmt: skip
-        raise CostError(source, field, f"expected a whole number >= 0, got {value!r}")
+        raise CostError(source, field, f"expected a whole number >= 0, got {shown(value)}")
     return int(value)
 
 
 def _money(value: Any, source: str, field: str) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise CostError(source, field, f"expected a number of dollars >= 0, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not finite_number(value) or value < 0:
+        raise CostError(source, field, f"expected a number of dollars >= 0, got {shown(value)}")
     return float(value)
 
 
@@ -139,15 +162,139 @@ def parse_harness_cost(data: Mapping[str, Any], source: str) -> HarnessCost:
     )
 
 
+# ---------------------------------------------------------------------- reading JSON inputs
+#
+# What every reader of the batch, A/B, judged and cost files shares: a file read once through
+# inputs.py and bounded, and JSON refused when it holds what no ledger entry can. Kept in this module,
+# the lowest of those readers (batch, ab and judged import it; it imports none of them).
+
+
+class UnreadableInput(ValueError):
+    """An input file that cannot be read (missing, a named pipe nobody writes to, a device, too large,
+    not UTF-8): one line naming it and what was expected."""
+
+
+MAX_DIGITS: Final = 4300
+"""Digits of a whole number in a JSON input, at most (Python's own limit of reading one: no count,
+seed or score is that long)."""
+
+
+class NotJson(ValueError):
+    """A JSON text holding what JSON does not (NaN, Infinity) or a number too long to be read."""
+
+
+def _constant(name: str) -> Any:
+    raise NotJson(f"{name} is not a JSON value (JSON has no NaN or Infinity; no digest or ledger can hold one): "
+                  "write null or a number")  # fmt: skip
+
+
+def _whole(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_DIGITS:
+        raise NotJson(f"a number of {digits} digits: expected at most {MAX_DIGITS} (no count, seed or score is that long)")
+    return int(text)
+
+
+def _real(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        quoted = text if len(text) <= 24 else text[:20] + "..."
+        raise NotJson(f"the number {quoted} is too large to be read (beyond a double's range): expected a finite number")
+    return value
+
+
+_SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The first string (or key) in a parsed JSON value that is not Unicode text (a lone surrogate,
+    ``"\\ud800"``: it cannot be written as UTF-8), or None; walked iteratively."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            try:
+                node.encode("utf-8")
+            except UnicodeEncodeError:
+                return node
+        elif isinstance(node, dict):
+            stack.extend(node)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return None
+
+
+def loads(text: str) -> Any:
+    """``json.loads`` for every JSON input of a batch, an A/B run, a judged file, a manifest or a cost
+    file: nested at most :data:`.nesting.LIMIT` deep (:class:`.nesting.TooDeep`, a JSON decode
+    error), and :class:`NotJson` for ``NaN``, ``Infinity``, a whole number of more than
+    :data:`MAX_DIGITS` digits, one beyond a float's range, or a string holding a lone surrogate
+    (``"\\ud800"``): none of them can be held by a ledger entry, and each would end in a traceback
+    later instead of a line now."""
+    value = nesting.loads(text, parse_constant=_constant, parse_int=_whole, parse_float=_real)
+    if _SURROGATE_ESCAPE.search(text):  # only an escape in the text makes one: most texts are never walked
+        found = _lone_surrogate(value)
+        if found is not None:
+            at = next(i for i, c in enumerate(found) if "\ud800" <= c <= "\udfff")
+            raise NotJson(f"a string holding a lone surrogate ({found[at]!r} at character {at}): not Unicode text, "
+                          "it can be neither graded nor recorded: expected UTF-8 text")  # fmt: skip
+    return value
+
+
+def _size(limit: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if limit >= 1 << shift and limit % (1 << shift) == 0:
+            return f"{limit >> shift} {unit}"
+    return f"{limit} bytes"
+
+
+def input_problem(path: str | Path, problem: str, expected: str) -> str:
+    """Why an input cannot be read (:class:`.inputs.InputProblem`), in one phrase with what was
+    expected (unless it says so already): a path that is not there at all "cannot be read"."""
+    from .inputs import stat_problem
+
+    if stat_problem(path)[0] is None:  # missing, a link loop, a folder that cannot be entered
+        problem = f"cannot be read ({problem})"
+    return problem if "expected" in problem else f"{problem}: expected {expected}"
+
+
+def input_text(path: str | Path, limit: int, expected: str, option: str = "") -> str:
+    """The text of an input file, read once through :func:`.inputs.read_bytes` (a named pipe nobody
+    writes to and a device are refused at once, ``<(...)`` and ``-`` are read as they come) and at most
+    ``limit`` bytes of it: a larger one is refused, never read to its end. Every problem is a
+    :class:`UnreadableInput` of one line, ``{option}{path}: why: expected {expected}``."""
+    from .inputs import InputProblem, read_bytes
+    from .outputs import not_text
+
+    try:
+        data = read_bytes(path, limit + 1)
+    except InputProblem as exc:
+        raise UnreadableInput(f"{option}{path}: {input_problem(path, str(exc), expected)}") from None
+    if len(data) > limit:
+        raise UnreadableInput(f"{option}{path}: larger than {_size(limit)}: expected {expected}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UnreadableInput(not_text(option, path, exc, expected)) from None
+
+
+COST_FILE_BYTES: Final = 1 << 20  # a cost file is a few numbers: a larger one (a pipe that never ends) is refused
+
+
 def load_harness_cost(path: str | Path) -> HarnessCost:
-    """A harness cost JSON file (``--cost FILE`` / ``--objective-cost=FILE``)."""
+    """A harness cost JSON file (``--cost FILE`` / ``--objective-cost=FILE``), read once through
+    :func:`input_text` (a named pipe nobody writes to, a device or a file over
+    :data:`COST_FILE_BYTES` refused) and :func:`loads` (NaN, numbers too long to read refused)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CostError(str(path), None, f"cannot be read ({exc.strerror})") from None
+        text = input_text(path, COST_FILE_BYTES, "a JSON object of tokens, calls and dollars")
+    except UnreadableInput as exc:
+        raise CostError(str(path), None, str(exc).removeprefix(f"{path}: ")) from None
     try:
-        data = nesting.loads(text)
+        data = loads(text)
+    except NotJson as exc:
+        raise CostError(str(path), None, str(exc)) from None
     except json.JSONDecodeError as exc:
         raise CostError(str(path), None, f"not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     return parse_harness_cost(data, str(path))

@@ -9,9 +9,8 @@ scorecards, comparisons, audits) ever reads that kind.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from .errors import CommandError
 
@@ -20,19 +19,22 @@ __all__ = ["LABEL", "parse_rows"]
 LABEL = "judge-based: imported as data, never admissible as objective evidence"
 
 
+MAX_BYTES: Final = 1 << 30
+"""A judged file larger than this (1 GiB) is refused, not read to its end: rows of scores are small."""
+EXPECTED: Final = "JSONL or JSON rows with task_id, harness and score"
+
+
 def parse_rows(path: Path, benchmark: str, judge: str) -> list[dict[str, Any]]:
+    """The ledger entries of a judged file's rows, each labelled judge-based and not admissible. The
+    file is read once (``<(...)`` and ``-`` work) through :func:`.cost_ledger.input_text`; a named pipe
+    nobody writes to, a device, a file over :data:`MAX_BYTES`, NaN or a number too long to read is
+    a :class:`CommandError` of one line."""
     from .batch import BatchError, read_rows
+    from .cost_ledger import UnreadableInput, finite_number, input_text, shown
 
     try:
-        text = path.read_text(encoding="utf-8")
-        rows = list(read_rows(path, text))
-    except OSError as exc:
-        raise CommandError(f"{path}: cannot be read ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        from .outputs import not_text
-
-        raise CommandError(not_text("", path, exc, "JSONL or JSON rows with task_id, harness and score")) from None
-    except BatchError as exc:
+        rows = list(read_rows(path, input_text(path, MAX_BYTES, EXPECTED)))
+    except (UnreadableInput, BatchError) as exc:
         raise CommandError(str(exc)) from None
     entries = []
     for where, row in rows:
@@ -42,8 +44,8 @@ def parse_rows(path: Path, benchmark: str, judge: str) -> list[dict[str, Any]]:
             if not isinstance(row.get(name), str) or not row[name]:
                 raise CommandError(f"{where}: field {name!r}: expected a non-empty string")
         score = row.get("score")
-        if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
-            raise CommandError(f"{where}: field 'score': expected a number, got {score!r}")
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not finite_number(score):
+            raise CommandError(f"{where}: field 'score': expected a number, got {shown(score)}")
         entries.append({"benchmark": benchmark, "judge": judge, "task_id": row["task_id"], "harness": row["harness"],
                         "score": float(score), "metric_space": "judge_rubric", "judge_based": True,
                         "admissible": False, "source": where,

@@ -280,6 +280,7 @@ def record_valid_audits(ledger: Path) -> None:
 
 def experiment(tmp_path: Path, audited: bool = True, **changes: Any) -> tuple[Path, Path]:
     """A ledger holding the regression set of the three fixture tasks (audited), and a manifest file."""
+    tmp_path.mkdir(parents=True, exist_ok=True)  # a ledger is never made in a missing folder
     ledger = tmp_path / "ledger.sqlite"
     if not ledger.exists():
         made = run_cli("sets", "create", "regression", "--role", "regression", "--dataset", str(DATASET),

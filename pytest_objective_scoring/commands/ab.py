@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from .. import nesting
 from .. import ab
 from ..errors import CommandError, interrupted_status
 from ..ledger import DEFAULT_LEDGER
@@ -46,15 +45,22 @@ def _ledger(args: argparse.Namespace) -> Path:
     return Path(args.ledger) if args.ledger else DEFAULT_LEDGER
 
 
-def _load_manifest(path: str) -> tuple[ab.Manifest, dict[str, Any]]:
-    try:
-        data = nesting.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise _error(f"{path}: cannot be read ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        from ..outputs import not_text
+MANIFEST_BYTES = 16 << 20  # a manifest is a page of JSON: a larger file (a wrong path, a pipe that never ends) is refused
+ARM_BYTES = 1 << 30  # an arm's predictions: every task times every seed, each with its patch
 
-        raise _error(not_text("", path, exc, "a JSON manifest")) from None
+
+def _load_manifest(path: str) -> tuple[ab.Manifest, dict[str, Any]]:
+    """The manifest at ``path`` and its JSON, read once (:func:`.cost_ledger.input_text`: a named pipe
+    nobody writes to, a device or a file over :data:`MANIFEST_BYTES` refused; NaN and numbers too
+    long to read refused by :func:`.cost_ledger.loads`)."""
+    from ..cost_ledger import NotJson, UnreadableInput, input_text, loads
+
+    try:
+        data = loads(input_text(path, MANIFEST_BYTES, "a JSON manifest"))
+    except UnreadableInput as exc:
+        raise _error(str(exc)) from None
+    except NotJson as exc:
+        raise _error(f"{path}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise _error(f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     try:
@@ -207,16 +213,12 @@ def _arm_predictions(path: Path, arm: str, manifest: ab.Manifest) -> tuple[list[
     """The arm's predictions (one per task and seed), the tasks per seed, the frozen fields it left
     undeclared, and its fingerprint (what :func:`_pinned_predictions` holds later runs to)."""
     from ..batch import BatchError, Prediction, read_rows
-    from ..cost_ledger import CostError, parse_harness_cost
+    from ..cost_ledger import CostError, UnreadableInput, input_text, parse_harness_cost
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise _error(f"--arm {arm}={path}: cannot be read ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        from ..outputs import not_text
-
-        raise _error(not_text(f"--arm {arm}=", path, exc, "JSONL or JSON predictions (instance_id, seed, model_patch)")) from None
+    try:  # read once (<(...) works), never blocking on a pipe nobody writes to, never past ARM_BYTES
+        text = input_text(path, ARM_BYTES, "JSONL or JSON predictions (instance_id, seed, model_patch)", f"--arm {arm}=")
+    except UnreadableInput as exc:
+        raise _error(str(exc)) from None
     predictions: list[Any] = []
     per_seed: dict[int, set[str]] = {}
     undeclared: set[str] = set()
@@ -550,9 +552,12 @@ def _per_instance(assigned: dict[str, Any], environments: Any) -> str:
     digest (each task's interpreter is in its graded runs and their job keys)."""
     import hashlib
 
-    try:
-        digest = hashlib.sha256(Path(environments.path).read_bytes()).hexdigest()[:16]
-    except OSError:
+    from ..inputs import InputProblem, read_bytes
+
+    try:  # read again, through inputs.py: a pipe (<(...)) read once already is "unreadable", never a wait
+        data = read_bytes(environments.path, MANIFEST_BYTES + 1)
+        digest = hashlib.sha256(data).hexdigest()[:16] if len(data) <= MANIFEST_BYTES else "unreadable"
+    except InputProblem:
         digest = "unreadable"
     used = len({(e.python, e.image) for e in assigned.values()})
     return f"per instance: {environments.path} (sha256 {digest}..., {used} environment(s))"

@@ -120,6 +120,18 @@ class _LogTree:
         row["log"] = str(folder)
 
 
+def _benchmark(args: argparse.Namespace) -> str:
+    """``--benchmark``, or the dataset file's name (:func:`~pytest_objective_scoring.batch.benchmark_of`);
+    a dataset read from a pipe or standard input has no name to give: ``--benchmark`` is then needed."""
+    from ..batch import benchmark_of
+
+    found = args.benchmark or benchmark_of(args.dataset)
+    if found is None:
+        raise CommandError(f"--benchmark NAME is needed: --dataset {args.dataset} is a pipe or standard input, whose "
+                           "name names no benchmark (a file's does: data.jsonl is benchmark data)")  # fmt: skip
+    return found
+
+
 def cmd_grade_batch(args: argparse.Namespace) -> int:
     from .. import batch
     from ..environments import FROM_DEFAULT, FROM_FLAG
@@ -147,7 +159,7 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
         hidden.append((log_dir / "run_evaluation" / run_id).resolve())
     settings = {"python": fallback, "timeout": args.timeout, "compat": args.compat or "strict",
                 "compute_rate": compute_rate(args), "network": args.allow_network, "reruns": args.reruns,
-                "benchmark": args.benchmark or Path(args.dataset).name.split(".")[0],
+                "benchmark": _benchmark(args),
                 "hidden": [str(p) for p in hidden], "engine": args.engine,
                 "max_patch_bytes": args.max_patch_size}  # fmt: skip
     needs_checkout = sorted(i for i, e in assigned.items() if getattr(e, "image", None) is None)

@@ -39,15 +39,7 @@ def cmd_costs(args: argparse.Namespace) -> int:
     with Ledger(path, read_only=True) as ledger:
         scores = [{"seq": e.seq, "body": e.data} for e in ledger.entries("score")]
         costs = [{"seq": e.seq, "body": e.data} for e in ledger.entries("cost")]
-    runs = runs_from_entries(scores, costs)
-    if args.harness:
-        unknown = sorted(set(args.harness) - {r.harness for r in runs})
-        if unknown:
-            known = ", ".join(sorted({r.harness for r in runs})) or "none"
-            raise CommandError(f"--harness {unknown[0]}: no graded run of that harness in {path} (harnesses: {known})")
-        runs = [r for r in runs if r.harness in args.harness]
-    if args.benchmark:
-        runs = [r for r in runs if r.benchmark == args.benchmark]
+    runs = select_runs(runs_from_entries(scores, costs), args.harness, args.benchmark, path)
     groups = by_benchmark(runs)
     if args.json:
         print(json.dumps({"ledger": str(path), "runs": len(runs), "metric_space": "binary_resolved",
@@ -64,6 +56,31 @@ def cmd_costs(args: argparse.Namespace) -> int:
         print(f"{len(groups)} benchmarks: each is ranked on its own; resolve rates of different benchmarks are never "
               "averaged or ranked together")  # fmt: skip
     return 0
+
+
+def select_runs(runs: Sequence[Any], harnesses: Sequence[str] | None, benchmark: str | None, path: Path) -> list[Any]:
+    """The runs ``--harness`` and ``--benchmark`` select. A reading command never reports an empty
+    success for something that is not there: a harness or a benchmark no run in the ledger has, or
+    both given and no run of that harness in that benchmark, is a :class:`CommandError` naming what
+    the ledger holds (as ``ledger show --kind`` does)."""
+    chosen = list(runs)
+    if harnesses:
+        unknown = sorted(set(harnesses) - {r.harness for r in runs})
+        if unknown:
+            known = ", ".join(sorted({r.harness for r in runs})) or "none"
+            raise CommandError(f"--harness {unknown[0]}: no graded run of that harness in {path} (harnesses: {known})")
+        chosen = [r for r in chosen if r.harness in harnesses]
+    if benchmark is not None:
+        known_benchmarks = sorted({r.benchmark for r in runs})
+        if benchmark not in known_benchmarks:
+            raise CommandError(f"--benchmark {benchmark}: no graded run of that benchmark in {path} (benchmarks: "
+                               f"{', '.join(known_benchmarks) or 'none'})")  # fmt: skip
+        chosen = [r for r in chosen if r.benchmark == benchmark]
+        if not chosen:
+            theirs = sorted({r.benchmark for r in runs if r.harness in (harnesses or ())})
+            raise CommandError(f"--benchmark {benchmark} --harness {', '.join(harnesses or ())}: no graded run of those "
+                               f"harnesses in that benchmark in {path} (their benchmarks: {', '.join(theirs)})")  # fmt: skip
+    return chosen
 
 
 def _fmt(value: float | int | None, spec: str) -> str:
