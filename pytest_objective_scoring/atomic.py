@@ -67,7 +67,12 @@ def _write_pipe(path: Path, data: bytes) -> None:
 
 def _temporary(path: Path, data: bytes) -> Path:
     """``data`` in a new temporary file beside ``path``, on the disk (fsync)."""
-    partial = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.partial")
+    name = path.name
+    if len(name.encode("utf-8", "surrogateescape")) > 200:  # the temporary name must fit where the name fits
+        import hashlib
+
+        name = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    partial = path.with_name(f".{name}.{os.getpid()}.{time.monotonic_ns()}.partial")
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         view = memoryview(data)

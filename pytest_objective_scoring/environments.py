@@ -105,6 +105,7 @@ class Environment:
 class EnvironmentsFile:
     path: Path
     entries: Mapping[str, Entry]
+    sha256: str | None = None  # of the bytes read (a pipe is read once: never read again for its digest)
 
     def where(self, key: str) -> str:
         return f"{self.path} [{key!r}]"
@@ -121,11 +122,24 @@ class EnvironmentsFile:
         return None, tried
 
 
-def _read(path: Path) -> Any:
+MAX_BYTES = 16 << 20  # an environments file maps instances to interpreters: 16 MiB is far past any real one
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The file's bytes, read once through :mod:`.inputs` (never blocking on a pipe nobody writes
+    to, never a device; ``<(...)`` works), at most :data:`MAX_BYTES`."""
+    from .inputs import InputProblem, read_bytes
+
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise EnvironmentsError(f"--environments {path}: cannot be read ({exc.strerror})") from None
+        data = read_bytes(path, MAX_BYTES + 1)
+    except InputProblem as exc:
+        raise EnvironmentsError(f"--environments {path}: {exc}") from None
+    if len(data) > MAX_BYTES:
+        raise EnvironmentsError(f"--environments {path}: larger than 16 MiB: expected a JSON (or .toml) file")
+    return data
+
+
+def _read(path: Path, data: bytes) -> Any:
     if path.suffix.lower() == ".toml":
         if sys.version_info >= (3, 11):
             import tomllib
@@ -153,8 +167,11 @@ def _text(value: Any, where: str, field: str) -> str:
 
 def load_environments(path: str | Path) -> EnvironmentsFile:
     """Read and shape-check an environments file (no interpreter is looked at yet)."""
+    import hashlib
+
     path = Path(path)
-    data = _read(path)
+    raw = _read_bytes(path)
+    data = _read(path, raw)
     if not isinstance(data, dict):
         raise EnvironmentsError(f"--environments {path}: expected an object mapping an instance id or owner/name@version "
                                 f"to an interpreter path or {{\"python\": ..., \"image\": ...}}, got {type(data).__name__}")  # fmt: skip
@@ -191,7 +208,7 @@ def load_environments(path: str | Path) -> EnvironmentsFile:
                                         f"{', '.join(RUNNERS)}")  # fmt: skip
         test_cmd = None if value.get("test_cmd") is None else _text(value["test_cmd"], where, "test_cmd")
         entries[key] = Entry(key, python, image, runner, test_cmd)
-    return EnvironmentsFile(path, entries)
+    return EnvironmentsFile(path, entries, hashlib.sha256(raw).hexdigest())
 
 
 def resolve(python: str, where: str, base: Path | None = None) -> str:
@@ -414,7 +431,6 @@ def summary(assigned: Mapping[str, Environment], environments: EnvironmentsFile 
             versions: Mapping[str, Mapping[str, str]]) -> dict[str, Any]:  # fmt: skip
     """What a batch or an audit records of its environments: the file (path and sha256), and each
     interpreter and image used, with how many instances and the versions probed."""
-    import hashlib
 
     used: dict[tuple[str | None, str | None], dict[str, Any]] = {}
     for environment in assigned.values():
@@ -424,8 +440,5 @@ def summary(assigned: Mapping[str, Environment], environments: EnvironmentsFile 
     data: dict[str, Any] = {"used": sorted(used.values(), key=lambda r: (str(r["python"]), str(r["image"])))}
     if environments is not None:
         data["file"] = str(environments.path)
-        try:
-            data["sha256"] = hashlib.sha256(environments.path.read_bytes()).hexdigest()
-        except OSError:
-            data["sha256"] = None
+        data["sha256"] = environments.sha256
     return data

@@ -186,3 +186,35 @@ def test_nesting_loads_refuses_a_long_number_as_json_says_a_syntax_error():
     with pytest.raises(json.JSONDecodeError) as caught:
         nesting.loads('{"a": [1, ' + "9" * 5000 + "]}")
     assert caught.value.pos == 10 and "5000 digits" in caught.value.msg
+
+
+def test_an_environments_file_is_read_once_never_hanging_on_a_pipe(tmp_path):
+    """``--environments`` was read with read_bytes (a FIFO with no writer hung grade-batch), and read
+    again for its digest (``<(...)`` gave none)."""
+    import hashlib
+    import subprocess
+    import sys
+
+    from pytest_objective_scoring.environments import EnvironmentsError, load_environments
+
+    fifo = tmp_path / "env.json"
+    os.mkfifo(fifo)
+    with pytest.raises(EnvironmentsError, match="a named pipe nobody writes to"):
+        load_environments(fifo)
+    with pytest.raises(EnvironmentsError, match="a device"):
+        load_environments("/dev/zero")
+    text = '{"fixtures__intervals-1": "%s"}' % sys.executable
+    found = subprocess.run(["bash", "-c", f"{sys.executable} -c 'import sys; from pytest_objective_scoring.environments "
+                            f"import load_environments as l; print(l(sys.argv[1]).sha256)' <(printf '%s' '{text}')"],
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert found.stdout.strip() == hashlib.sha256(text.encode()).hexdigest(), found.stderr
+
+
+def test_an_output_whose_name_fits_is_written_whatever_its_length(tmp_path):
+    """The temporary file beside an output had a name 37 bytes longer: a 230-byte name passed the
+    check before work and then failed to be written."""
+    from pytest_objective_scoring import atomic
+
+    target = tmp_path / ("v" * 250)
+    atomic.write_whole(target, b"{}")
+    assert target.read_bytes() == b"{}" and [p.name for p in tmp_path.iterdir()] == [target.name]

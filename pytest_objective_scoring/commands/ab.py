@@ -548,17 +548,9 @@ def _check_resumed_environment(done: dict[str, dict[str, Any]], jobs: Sequence[A
 
 
 def _per_instance(assigned: dict[str, Any], environments: Any) -> str:
-    """The identity's ``interpreter`` when tasks have environments of their own: the file and its
-    digest (each task's interpreter is in its graded runs and their job keys)."""
-    import hashlib
-
-    from ..inputs import InputProblem, read_bytes
-
-    try:  # read again, through inputs.py: a pipe (<(...)) read once already is "unreadable", never a wait
-        data = read_bytes(environments.path, MANIFEST_BYTES + 1)
-        digest = hashlib.sha256(data).hexdigest()[:16] if len(data) <= MANIFEST_BYTES else "unreadable"
-    except InputProblem:
-        digest = "unreadable"
+    """The identity's ``interpreter`` when tasks have environments of their own: the file and the
+    digest of the bytes read (each task's interpreter is in its graded runs and their job keys)."""
+    digest = (environments.sha256 or "unreadable")[:16]
     used = len({(e.python, e.image) for e in assigned.values()})
     return f"per instance: {environments.path} (sha256 {digest}..., {used} environment(s))"
 
