@@ -145,6 +145,7 @@ class Manifest:
     model_training_cutoff: str | None = None
     min_effect: float | None = None  # decision_rule.min_effect: the smallest uplift worth detecting
     task_effect_sd: float = 0.3  # decision_rule.task_effect_sd: the assumed spread of per-task effects
+    run_effect_sd: float = 0.0  # decision_rule.run_effect_sd: the assumed spread of a seed run's shock
 
     def arm(self, name: str) -> ArmSpec:
         for arm in self.arms:
@@ -253,10 +254,15 @@ def parse_manifest(data: Any, where: str) -> Manifest:
     if isinstance(task_sd, bool) or not isinstance(task_sd, (int, float)) or not MIN_TASK_EFFECT_SD <= task_sd <= 1:
         raise ABError(f"{where}: decision_rule.task_effect_sd: expected the assumed spread of per-task effects, between "
                       f"{MIN_TASK_EFFECT_SD} and 1 (tasks always differ: seeds alone cannot buy power), got {shown(task_sd)}")  # fmt: skip
-    unknown_rule = sorted(set(rule) - {"alpha", "max_dollars_per_extra_resolve", "min_effect", "task_effect_sd"})
+    run_sd = rule.get("run_effect_sd", 0.0)
+    if isinstance(run_sd, bool) or not isinstance(run_sd, (int, float)) or not 0 <= run_sd <= 1:
+        raise ABError(f"{where}: decision_rule.run_effect_sd: expected the assumed spread of a seed run's shock on the "
+                      f"difference, in resolve-rate points, between 0 and 1, got {shown(run_sd)}")  # fmt: skip
+    unknown_rule = sorted(set(rule) - {"alpha", "max_dollars_per_extra_resolve", "min_effect", "task_effect_sd",
+                                       "run_effect_sd"})  # fmt: skip
     if unknown_rule:
         raise ABError(f"{where}: decision_rule.{unknown_rule[0]} is not part of a decision rule (alpha, "
-                      "max_dollars_per_extra_resolve, min_effect, task_effect_sd)")  # fmt: skip
+                      "max_dollars_per_extra_resolve, min_effect, task_effect_sd, run_effect_sd)")  # fmt: skip
     cutoff = data.get("model_training_cutoff")
     if cutoff is not None and (not isinstance(cutoff, str) or not cutoff.strip()):
         raise ABError(f"{where}: field 'model_training_cutoff': expected a date (the frozen model's training cutoff)")
@@ -288,6 +294,7 @@ def parse_manifest(data: Any, where: str) -> Manifest:
         model_training_cutoff=cutoff,
         min_effect=None if min_effect is None else float(min_effect),
         task_effect_sd=float(task_sd),
+        run_effect_sd=float(run_sd),
     )
 
 
@@ -367,16 +374,16 @@ def compare(baseline: Mapping[tuple[int, str], bool], candidate: Mapping[tuple[i
             tasks: Sequence[str], alpha: float, admissible: bool) -> tuple[float, str, dict[str, Any]]:  # fmt: skip
     """Δ of the mean resolve rates (candidate − baseline) and whether it is significant.
 
-    Tasks are the sample (:mod:`.ab_inference`): the primary test pairs the arms per task on their
-    per-task mean over seeds (exact sign-flip permutation test up to 16 tasks, standard errors
-    clustered by task beyond), with the interval of Δ from the same model. The McNemar test on the
+    Tasks are the sample (:mod:`.ab_inference`): the primary test models the paired difference on
+    each (seed, task) with tasks and seed runs as random effects (a shock that hits a whole run is
+    part of the noise), with the interval of Δ from the same model. The McNemar test on the
     pooled (seed, task) pairs and the paired t-test over seeds are reported as labelled secondary
     views; neither decides. ``yes`` needs the primary p < alpha and at least two seeds (one seed is
     one draw of a stochastic system). Evidence that is not admissible is ``undetermined``.
     """
-    from .ab_inference import paired_task_test, secondary_views, task_means
+    from .ab_inference import primary_test, secondary_views
 
-    primary = paired_task_test(task_means(baseline, seeds, tasks), task_means(candidate, seeds, tasks), alpha)
+    primary = primary_test(baseline, candidate, seeds, tasks, alpha)
     delta = primary["delta"]
     test: dict[str, Any] = {**primary, "seeds": len(seeds), "primary": True,
                             "secondary": secondary_views(baseline, candidate, seeds, tasks)}  # fmt: skip

@@ -128,7 +128,8 @@ def design_power(manifest: ab.Manifest, tasks: int) -> dict[str, Any]:
     from ..ab_inference import minimum_detectable_effect
 
     seeds = len(manifest.seeds)
-    found = minimum_detectable_effect(tasks, seeds, manifest.alpha, manifest.task_effect_sd)
+    found = minimum_detectable_effect(tasks, seeds, manifest.alpha, manifest.task_effect_sd,
+                                      run_effect_sd=manifest.run_effect_sd)  # fmt: skip
     problems = []
     if tasks < C2_MIN_TASKS:
         problems.append(f"{tasks} task(s), C2 needs at least {C2_MIN_TASKS}")
@@ -143,7 +144,8 @@ def design_power(manifest: ab.Manifest, tasks: int) -> dict[str, Any]:
            f"{found['mde']:.3f} ({found['mde'] * 100:.1f} resolve-rate points)")  # fmt: skip
     statement = (f"power: {tasks} tasks x {seeds} seeds at alpha {manifest.alpha:g}: minimum detectable effect at "
                  f"{found['power']:.0%} power {mde}; assuming per-task effects spread with sd {manifest.task_effect_sd:g} "
-                 "(decision_rule.task_effect_sd) and seed noise at its binary maximum; "
+                 f"(decision_rule.task_effect_sd), seed-run shocks with sd {manifest.run_effect_sd:g} "
+                 "(decision_rule.run_effect_sd) and seed noise at its binary maximum; "
                  + ("C2 within reach" if not problems and manifest.min_effect is not None else
                     "exploratory: C2 needs decision_rule.min_effect" if manifest.min_effect is None else
                     "C2 out of reach: " + "; ".join(problems)))  # fmt: skip
