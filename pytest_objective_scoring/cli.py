@@ -204,6 +204,10 @@ def main(argv: Sequence[str] | None = None) -> int:
               "written before stays as it was", file=sys.stderr)  # fmt: skip
         return EXIT_INFRASTRUCTURE
     except Exception as exc:
+        unavailable = getattr(sys.modules.get(f"{__package__}.ledger"), "LedgerUnavailable", None)
+        if unavailable is not None and isinstance(exc, unavailable):  # a full disk, quota or I/O error: not input
+            print(f"objective-score {args.command}: infrastructure failure (exit 3): {exc}", file=sys.stderr)
+            return EXIT_INFRASTRUCTURE
         if isinstance(exc, _bad_input()):
             print(f"objective-score {args.command}: error: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT

@@ -13,19 +13,22 @@ This module never imports pytest.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import errno
 import hashlib
 import hmac
 import json
 import os
 import re
 import sqlite3
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Final, Iterator, Mapping, Sequence
 
-__all__ = ["DEFAULT_LEDGER", "GENESIS", "KNOWN_KINDS", "Entry", "Head", "Ledger", "LedgerError", "Verification",
-           "canonical", "head", "parse_head", "sign_head", "verify"]
+__all__ = ["DEFAULT_LEDGER", "GENESIS", "KNOWN_KINDS", "Entry", "Head", "Ledger", "LedgerError", "LedgerUnavailable",
+           "Verification", "canonical", "head", "parse_head", "sign_head", "verify"]
 
 GENESIS: Final = "0" * 64
 SCHEMA_VERSION: Final = 2
@@ -77,6 +80,29 @@ class LedgerError(RuntimeError):
     """The ledger cannot be opened or written as asked."""
 
 
+class LedgerUnavailable(LedgerError):
+    """The machine cannot read or write the ledger now (a full disk, an I/O error): an infrastructure
+    failure (exit 3), never bad input; the ledger itself is left as it was."""
+
+
+# SQLite's primary result codes: the disk cannot take or give the bytes (IOERR, FULL); and, for a reader,
+# the shared-memory files beside the ledger cannot be made (READONLY, CANTOPEN)
+_DISK_CODES: Final = {10: "disk I/O error", 13: "disk is full"}
+_UNSHARED_CODES: Final = {**_DISK_CODES, 8: "readonly", 14: "unable to open"}
+
+
+def _failed_with(exc: sqlite3.Error, codes: Mapping[int, str]) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in codes
+    return any(words in str(exc) for words in codes.values())
+
+
+def _unavailable(exc: sqlite3.Error) -> bool:
+    """Whether SQLite failed for want of the disk (full, an I/O error), not for the file."""
+    return _failed_with(exc, _DISK_CODES)
+
+
 def canonical(value: Any) -> str:
     """The one JSON spelling of a value: sorted keys, no spaces, UTF-8."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
@@ -113,17 +139,92 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 
 def _connect_read_only(path: Path) -> sqlite3.Connection:
-    """A connection that never writes the file nor creates one.
+    """A connection that never writes the file nor creates one, its schema read once (so that a
+    failure to open is found here).
 
     A ledger nobody may write (no write permission bits, or a folder that cannot be written) and with
     no pending write-ahead log is read as immutable: SQLite then creates no -wal or -shm beside it
-    either, so an auditor with read access only can read and verify it.
+    either, so an auditor with read access only can read and verify it. So is one whose folder cannot
+    take SQLite's shared-memory files (a full disk, a read-only file system) and that has no pending
+    write-ahead log: nobody can be appending to it either (a writer needs the same disk); the -wal
+    and -shm files the failed open made are removed.
     """
-    wal = Path(f"{path}-wal")
+    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
     pending = wal.exists() and wal.stat().st_size > 0
     frozen = not (path.stat().st_mode & 0o222) or not os.access(path.resolve().parent, os.W_OK)
-    uri = f"{path.resolve().as_uri()}?mode=ro" + ("&immutable=1" if frozen and not pending else "")
-    return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    if frozen and not pending:
+        return _opened(uri + "&immutable=1")
+    there = {side for side in (wal, shm) if side.exists()}
+    try:
+        return _opened(uri)
+    except sqlite3.OperationalError as exc:
+        if pending or not _failed_with(exc, _UNSHARED_CODES):
+            raise
+        for side in (wal, shm):  # what the failed open made (a few bytes at most), never what was there
+            if side not in there:
+                with contextlib.suppress(OSError):
+                    if side.stat().st_size <= 32768:
+                        side.unlink()
+    return _opened(uri + "&immutable=1")
+
+
+def _opened(uri: str) -> sqlite3.Connection:
+    """A read-only connection to ``uri`` whose schema was read (the file opened for real), or the error."""
+    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    try:
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError as exc:
+        if _failed_with(exc, _UNSHARED_CODES):
+            conn.close()
+            raise
+    except sqlite3.DatabaseError:  # the file's own damage: found and said by what reads it, as before
+        pass
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _create(path: Path) -> None:
+    """Make a new ledger at ``path`` whole or not at all: its schema is built in a temporary file in
+    the same folder, flushed to the disk, and only then linked to its name, which never replaces a
+    ledger another writer made meanwhile (theirs is kept, and appended to). A full disk, a kill or a
+    crash leaves nothing, never the 0-byte file a later run would refuse as not a ledger.
+    :class:`LedgerUnavailable` when the disk cannot take it. (On a file system without hard links
+    nothing is linked: the writer's connection makes the file, as SQLite always did.)"""
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path  # a link keeps being a link
+    partial = target.with_name(f".{target.name}.{os.getpid()}.{time.monotonic_ns()}.creating")
+    try:
+        conn = sqlite3.connect(str(partial), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        try:
+            conn.execute("PRAGMA synchronous=FULL")
+            _migrate(conn)
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]  # as every writer opens it
+        finally:
+            conn.close()
+        if str(mode).lower() != "wal":
+            raise LedgerUnavailable(f"cannot be created (its write-ahead log could not be set up: {mode})")
+        fd = os.open(partial, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(partial, target)
+        except FileExistsError:  # another writer's new ledger: it is the one
+            pass
+        except OSError as exc:  # a file system without hard links: SQLite makes the file in place, as it did
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
+                raise
+    except sqlite3.Error as exc:
+        raise (LedgerUnavailable if _unavailable(exc) else LedgerError)(f"cannot be created ({exc})") from None
+    except OSError as exc:
+        raise _os_error(exc)(f"cannot be created ({exc.strerror or exc})") from None
+    finally:
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                os.unlink(f"{partial}{suffix}")
 
 
 def damage(path: Path) -> str | None:
@@ -212,10 +313,10 @@ class Ledger:
                               "cannot be read)") from None
         if problem and (read_only or (exists and problem != "an empty file, not a ledger")):
             raise LedgerError(f"{self.path}: {problem}")
+        if not exists:
+            self._open_for_writing()
+            return
         try:
-            if not exists:
-                self._open_for_writing()
-                return
             if problem:  # an existing empty file: read as no entries, made a ledger only by an append
                 self._empty = True
                 self.conn = sqlite3.connect(":memory:", isolation_level=None)
@@ -238,7 +339,7 @@ class Ledger:
             raise LedgerError(f"{self.path}: {exc}") from None
         except sqlite3.DatabaseError as exc:  # OperationalError: locked, read-only, cannot be opened
             self._close_quietly()
-            raise LedgerError(f"{self.path}: {_what(exc)} ({exc})") from None
+            raise _error(exc)(f"{self.path}: {_what(exc)} ({exc})") from None
 
     def _close_quietly(self) -> None:
         conn = getattr(self, "conn", None)
@@ -246,6 +347,7 @@ class Ledger:
             conn.close()
 
     def _open_for_writing(self) -> None:
+        """Open the ledger to append, made first when missing (:func:`_create`: whole or not at all)."""
         if self._writable:
             return
         if self.read_only:
@@ -256,13 +358,18 @@ class Ledger:
 
             make_parent(self.path)  # a .objective-scoring folder among them is made self-ignored
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not os.path.lexists(self.path) or (self.path.is_symlink() and not self.path.exists()):
+                _create(self.path)
             self.conn = _connect(self.path)
             _migrate(self.conn)
         except LedgerError as exc:
-            self.conn.close()
-            raise LedgerError(f"{self.path}: {exc}") from None
+            self._close_quietly()
+            raise type(exc)(f"{self.path}: {exc}") from None
         except sqlite3.DatabaseError as exc:
-            raise LedgerError(f"{self.path}: {_what(exc)} ({exc})") from None
+            self._close_quietly()
+            raise _error(exc)(f"{self.path}: {_what(exc)} ({exc})") from None
+        except OSError as exc:  # the folder cannot be made (a full disk, permissions)
+            raise _os_error(exc)(f"{self.path}: cannot be created ({exc.strerror or exc})") from None
         self._writable, self._empty = True, False
 
     def close(self) -> None:
@@ -335,7 +442,20 @@ class Ledger:
             for row in rows:
                 yield Entry(*row)
         except sqlite3.DatabaseError as exc:  # a page damaged past the header: found only when read
-            raise LedgerError(f"{self.path}: {_what(exc)} ({exc})") from None
+            raise _error(exc)(f"{self.path}: {_what(exc)} ({exc})") from None
+
+    def entries_holding(self, kind: str, text: str) -> Iterator[Entry]:
+        """The entries of ``kind`` whose body holds ``text`` (a canonical ``"key":"value"`` pair, say),
+        in order: found by SQLite, not by reading every body here (a run's rows among a large ledger's)."""
+        if self._empty:
+            return
+        query = ("SELECT seq, kind, created, body, prev_hash, hash FROM entries WHERE kind = ? AND instr(body, ?) > 0 "
+                 "ORDER BY seq")  # fmt: skip
+        try:
+            for row in self.conn.execute(query, (kind, text)):
+                yield Entry(*row)
+        except sqlite3.DatabaseError as exc:
+            raise _error(exc)(f"{self.path}: {_what(exc)} ({exc})") from None
 
     def kinds(self) -> list[str]:
         """The kinds of entry this ledger holds, sorted."""
@@ -344,7 +464,7 @@ class Ledger:
         try:
             return sorted(row[0] for row in self.conn.execute("SELECT DISTINCT kind FROM entries"))
         except sqlite3.DatabaseError as exc:
-            raise LedgerError(f"{self.path}: {_what(exc)} ({exc})") from None
+            raise _error(exc)(f"{self.path}: {_what(exc)} ({exc})") from None
 
     def entries_from(self, seq: int, count: int) -> list[Entry]:
         """At most ``count`` entries, from ``seq`` on."""
@@ -354,7 +474,7 @@ class Ledger:
             rows = self.conn.execute("SELECT seq, kind, created, body, prev_hash, hash FROM entries WHERE seq >= ? "
                                      "ORDER BY seq LIMIT ?", (seq, count)).fetchall()  # fmt: skip
         except sqlite3.DatabaseError as exc:
-            raise LedgerError(f"{self.path}: {_what(exc)} ({exc})") from None
+            raise _error(exc)(f"{self.path}: {_what(exc)} ({exc})") from None
         return [Entry(*row) for row in rows]
 
     def __len__(self) -> int:
@@ -363,7 +483,7 @@ class Ledger:
         try:
             return int(self.conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
         except sqlite3.DatabaseError as exc:
-            raise LedgerError(f"{self.path}: {_what(exc)} ({exc})") from None
+            raise _error(exc)(f"{self.path}: {_what(exc)} ({exc})") from None
 
     def head(self) -> Head:
         """The chain's head: the last row's seq and hash (0 and GENESIS for an empty ledger)."""
@@ -372,7 +492,7 @@ class Ledger:
         try:
             last = self.conn.execute("SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1").fetchone()
         except sqlite3.DatabaseError as exc:
-            raise LedgerError(f"{self.path}: {_what(exc)} ({exc})") from None
+            raise _error(exc)(f"{self.path}: {_what(exc)} ({exc})") from None
         return Head(int(last[0]), str(last[1])) if last else Head(0, GENESIS)
 
 
@@ -382,6 +502,18 @@ def _check_pages(conn: sqlite3.Connection, pragma: str = "quick_check") -> None:
                for row in conn.execute(f"PRAGMA {pragma}(3)")]  # fmt: skip
     if checked != ["ok"]:
         raise LedgerError(f"damaged: SQLite's integrity check fails ({'; '.join(c for c in checked if c)})")
+
+
+def _os_error(exc: OSError) -> type[LedgerError]:
+    """:class:`LedgerUnavailable` for a disk that cannot take the bytes (full, a quota, an I/O error), else
+    :class:`LedgerError` (a folder that cannot be written is the path's problem)."""
+    return LedgerUnavailable if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO) else LedgerError
+
+
+def _error(exc: sqlite3.Error) -> type[LedgerError]:
+    """The refusal a failure of SQLite's is: :class:`LedgerUnavailable` for the machine's (a full disk),
+    else :class:`LedgerError` (the file)."""
+    return LedgerUnavailable if isinstance(exc, sqlite3.OperationalError) and _unavailable(exc) else LedgerError
 
 
 def _what(exc: sqlite3.DatabaseError) -> str:
@@ -463,7 +595,7 @@ def verify(path: str | Path, expect_head: str | None = None, key: bytes | None =
     try:
         conn = _connect_read_only(path)
     except sqlite3.DatabaseError as exc:
-        raise LedgerError(f"{path}: {_what(exc)} ({exc})") from None
+        raise _error(exc)(f"{path}: {_what(exc)} ({exc})") from None
     problems: list[str] = []
     rows = 0
     try:
@@ -512,7 +644,7 @@ def verify(path: str | Path, expect_head: str | None = None, key: bytes | None =
         return Verification(rows, tuple(problems))
     except sqlite3.DatabaseError as exc:
         if "malformed" not in str(exc) and not problems:
-            raise LedgerError(f"{path}: {_what(exc)} ({exc})") from None
+            raise _error(exc)(f"{path}: {_what(exc)} ({exc})") from None
         # an SQLite file whose structure was altered: tampering, said as a failed verification (exit 1)
         where = f"after row {rows}" if rows else "from its first row"
         return Verification(rows, (*problems, f"the file was altered: its rows cannot be read {where} ({exc})"))
@@ -550,7 +682,7 @@ DEFAULT_LEDGER: Final = Path(".objective-scoring") / "ledger.sqlite"
 # package's sources against it.
 KNOWN_KINDS: Final = frozenset({
     "score", "cost", "scorecard", "batch", "audit", "harbor", "set", "judged_score", "claim", "release",
-    "ab_manifest", "ab_predictions", "ab_comparison", "samples_run", "sample_problem",
+    "ab_manifest", "ab_predictions", "ab_comparison", "samples_run", "sample_problem", "sample_result",
 })
 
 

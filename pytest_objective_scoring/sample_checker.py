@@ -14,7 +14,13 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["CHECKER"]
+__all__ = ["CHECKER", "PROCESS_LIMIT"]
+
+PROCESS_LIMIT: Final = 512
+"""The tasks (processes and threads) one sample's run may have at once: its harness, checker and
+every process it starts. A fork bomb stops there (its fork fails with EAGAIN: the sample's failure)
+instead of filling the machine's process table; numpy's threads on a 256-core machine fit. The
+script's ``PROCESS_LIMIT`` is this one (tests/test_faults_samples.py checks it)."""
 
 CHECKER: Final = r'''"""objective-score sample harness: written by the grader for one sample (docs/functional.md).
 
@@ -36,6 +42,7 @@ import types
 from decimal import Decimal, InvalidOperation
 
 PREFIX = "@objective-sample@"
+PROCESS_LIMIT = 512  # the grader's sample_checker.PROCESS_LIMIT
 OUTPUT_LIMIT = 64 * 1024 * 1024
 REPLY_LIMIT = 64 * 1024 * 1024
 DETAIL_LIMIT = 600
@@ -94,11 +101,39 @@ def _sample_clock(spec, emit):
     threading.Thread(target=expire, daemon=True).start()
 
 
+def _own_user_namespace():
+    """Whether this process is in a user namespace other than the machine's first (its uid_map is not
+    the whole identity map): a limit on its user's processes is counted there for that namespace only."""
+    try:
+        with open("/proc/self/uid_map") as handle:
+            return handle.read().split() != ["0", "0", "4294967295"]
+    except (OSError, ValueError):
+        return False
+
+
+def limit_processes():
+    """RLIMIT_NPROC = PROCESS_LIMIT (soft and hard: it cannot be raised again) in a user namespace of
+    this process's own, where the kernel counts it for that namespace alone (threads included): a fork
+    bomb's fork then fails with EAGAIN instead of filling the machine's process table. Never in the
+    machine's first namespace, where it would count every process of the user. The kernel exempts a
+    process that is root outside its namespaces: the grader's pids cgroup limits those."""
+    if not _own_user_namespace():
+        return
+    try:
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+        value = PROCESS_LIMIT if hard == resource.RLIM_INFINITY else min(PROCESS_LIMIT, hard)
+        resource.setrlimit(resource.RLIMIT_NPROC, (value, value))
+    except (ImportError, AttributeError, ValueError, OSError):
+        pass
+
+
 def _limit():
     try:
         import resource
     except ImportError:
         return
+    limit_processes()
     for name, value in (("RLIMIT_FSIZE", OUTPUT_LIMIT), ("RLIMIT_CORE", 0)):
         which = getattr(resource, name, None)
         if which is None:

@@ -8,13 +8,22 @@ namespaces, the uid and gid maps, the root and its read-only remounts, PR_SET_PD
 runner's sandbox's (:mod:`.sandbox`, whose :func:`.sandbox.shared_source` the script embeds): one
 copy for both. What is the samples' own stays here: which folders a sample sees, its small tmpfs,
 the modes and what each guarantees (``docs/functional.md``). Python 3.6 syntax, standard library.
+
+Below the script, the grader's side of the same confinement: the pids cgroup each run is put in
+where the machine allows one (:class:`ProcessLimits`), which bounds a sample's processes where the
+script's RLIMIT_NPROC cannot (a grader running as root).
 """
 
 from __future__ import annotations
 
-from typing import Final
+import contextlib
+import itertools
+import os
+import signal
+import time
+from typing import Any, Final
 
-__all__ = ["SANDBOX"]
+__all__ = ["SANDBOX", "ProcessLimit", "ProcessLimits", "pids_folders"]
 
 SANDBOX: Final = r'''
 
@@ -78,11 +87,13 @@ class Sandbox(object):
     def _user_namespace(self):
         _default_signals()
         enter_namespaces(self.libc, CLONE_NEWUSER, "unshare(CLONE_NEWUSER)")
+        limit_processes()
 
     def _namespaces(self):
         _default_signals()
         enter_namespaces(self.libc, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC,
                          "unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC)")
+        limit_processes()  # its own user namespace: the limit counts its processes alone
         make_private(self.libc)
 
     def _read_only(self):
@@ -221,3 +232,175 @@ def _own_keyring(libc):
 
 
 '''
+
+
+# --- the grader's side: a pids cgroup around each sample's run ---------------------------------------
+#
+# RLIMIT_NPROC (``limit_processes`` above) bounds a sample's processes only when the user running it is
+# not root outside its namespaces: the kernel exempts root. A grader running as root puts each run
+# (a cold harness, a warm runner) in a cgroup of its own whose ``pids.max`` is the same limit, where the
+# machine lets it make one: cgroup v2 when its own cgroup delegates the pids controller, else the
+# pids hierarchy of cgroup v1. The run's first process joins it before it starts anything (a ``sh``
+# in front of its command writes itself into ``cgroup.procs``, then ``exec``s it): every process and
+# thread of the run is counted, and a fork past the limit fails with EAGAIN, the sample's failure.
+
+CGROUP_PREFIX: Final = "objective-sample-"
+SHELL: Final = "/bin/sh"
+JOIN: Final = 'echo 0 > "$0" && exec "$@"'  # $0: the cgroup's cgroup.procs; "$@": the run's command
+
+
+def _mounts() -> list[tuple[str, str, str, set[str]]]:
+    """``(mount point, root within its hierarchy, file system type, super options)`` of every cgroup mount."""
+    found = []
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                head, _, tail = line.partition(" - ")
+                fields, rest = head.split(), tail.split()
+                if len(fields) >= 5 and len(rest) >= 3 and rest[0] in ("cgroup", "cgroup2"):
+                    found.append((fields[4], fields[3], rest[0], set(rest[2].split(","))))
+    except OSError:
+        pass
+    return found
+
+
+def _own_cgroups() -> dict[str, str]:
+    """This process's cgroup per hierarchy: ``""`` (v2) or each v1 controller, to its path."""
+    found: dict[str, str] = {}
+    try:
+        with open("/proc/self/cgroup", encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                parts = line.rstrip("\n").split(":", 2)
+                if len(parts) == 3:
+                    for controller in parts[1].split(",") if parts[1] else [""]:
+                        found[controller] = parts[2]
+    except OSError:
+        pass
+    return found
+
+
+def _inside(mount: str, root: str, path: str) -> str:
+    """The folder of cgroup ``path`` under a hierarchy mounted at ``mount`` from its ``root``."""
+    relative = path[len(root):] if root != "/" and (path + "/").startswith(root.rstrip("/") + "/") else path
+    return os.path.join(mount, relative.lstrip("/"))
+
+
+def pids_folders() -> list[tuple[str, str]]:
+    """``(folder, how)`` where a cgroup with ``pids.max`` may be made, best first: this process's own
+    cgroup v2 when it delegates the pids controller to its children, then cgroup v1's pids hierarchy."""
+    own = _own_cgroups()
+    found: list[tuple[str, str]] = []
+    for mount, root, kind, options in _mounts():
+        if kind == "cgroup2" and "" in own:
+            folder = _inside(mount, root, own[""])
+            try:
+                with open(os.path.join(folder, "cgroup.subtree_control"), encoding="ascii") as handle:
+                    delegated = "pids" in handle.read().split()
+            except OSError:
+                delegated = False
+            if delegated:
+                found.insert(0, (folder, "cgroup v2 pids.max"))
+        elif kind == "cgroup" and "pids" in options and "pids" in own:
+            found.append((_inside(mount, root, own["pids"]), "cgroup v1 pids.max"))
+    return found
+
+
+class ProcessLimit:
+    """One run's pids cgroup: made with ``pids.max`` set, joined by the run's first process through
+    :meth:`prefix`, removed by :meth:`close` once the run is over (what is left of it killed first)."""
+
+    _count = itertools.count()
+
+    def __init__(self, folder: str, limit: int) -> None:
+        self.path = os.path.join(folder, f"{CGROUP_PREFIX}{os.getpid()}-{next(self._count)}")
+        os.mkdir(self.path)
+        try:
+            with open(os.path.join(self.path, "pids.max"), "w", encoding="ascii") as handle:
+                handle.write(str(limit))
+        except BaseException:
+            self.close()
+            raise
+
+    def prefix(self) -> list[str]:
+        """What goes before the run's command so that its first process joins the cgroup, then runs it."""
+        return [SHELL, "-c", JOIN, os.path.join(self.path, "cgroup.procs")]
+
+    def close(self, wait: float = 2.0) -> None:
+        """Remove the cgroup; a process of the run still in it (ending) is killed first. Never raises."""
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                os.rmdir(self.path)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                if time.monotonic() >= deadline:
+                    return
+            for pid in _members(self.path):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.01)
+
+
+def _members(path: str) -> list[int]:
+    try:
+        with open(os.path.join(path, "cgroup.procs"), encoding="ascii") as handle:
+            return [int(word) for word in handle.read().split() if word.isdigit()]
+    except OSError:
+        return []
+
+
+def _sweep(folder: str) -> None:
+    """Remove the cgroups a grader that was killed left behind (empty, their grader gone)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        if not name.startswith(CGROUP_PREFIX):
+            continue
+        owner = name[len(CGROUP_PREFIX):].split("-", 1)[0]
+        if owner.isdigit() and int(owner) != os.getpid() and not os.path.exists(f"/proc/{owner}"):
+            with contextlib.suppress(OSError):
+                os.rmdir(os.path.join(folder, name))
+
+
+class ProcessLimits:
+    """How this grading bounds the processes of each sample's run (found once): ``how`` says it for the
+    report, :meth:`start` gives each run its cgroup (or None: the run's own RLIMIT_NPROC, or nothing)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.folder: str | None = None
+        self.how: str | None = None
+        if os.path.exists(SHELL):
+            for folder, how in pids_folders():
+                try:
+                    ProcessLimit(folder, limit).close()  # a probe: made, set and removed
+                except OSError:
+                    continue
+                self.folder, self.how = folder, how
+                _sweep(folder)
+                break
+        if self.how is None and os.geteuid() != 0:
+            self.how = "RLIMIT_NPROC (in each run's own user namespace)"
+
+    def start(self) -> ProcessLimit | None:
+        """A cgroup for one run, or None (none can be made: the run's RLIMIT_NPROC, if any, bounds it)."""
+        if self.folder is None:
+            return None
+        try:
+            return ProcessLimit(self.folder, self.limit)
+        except OSError:
+            return None
+
+    def settings(self) -> dict[str, Any]:
+        """What the report says: the limit and how it is enforced, or why it is not."""
+        if self.how is not None:
+            return {"max": self.limit, "by": self.how}
+        return {"max": None, "by": None,
+                "note": "not enforced: the grader runs as root (the kernel exempts root from RLIMIT_NPROC) and no "
+                        "pids cgroup can be made here (no cgroup v2 pids controller delegated to this process, no "
+                        "writable cgroup v1 pids hierarchy); a sample's fork bomb is bounded only by the machine "
+                        "(run the grader as another user, or in a container with a pids limit)"}  # fmt: skip

@@ -233,6 +233,7 @@ def _stage_keeper(sandbox, fds, ready, control):
         enter_namespaces(sandbox.libc, CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC,
                          "unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC)")
         map_ids(INSIDE_UID, INSIDE_UID, INSIDE_UID)
+        limit_processes()  # counted for the sample's own user namespace: its PID 1, its process, its forks
         make_private(sandbox.libc)
         for place in ("/tmp", "/dev/shm", sandbox.writable):  # outermost first
             sandbox.tree.tmpfs(place, SCRATCH)

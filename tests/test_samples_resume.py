@@ -213,7 +213,7 @@ def test_a_stopped_run_resumes_and_ends_as_an_uninterrupted_one(inputs: Path, ho
     assert normalized(report) == normalized(uninterrupted) | {"ledger": report["ledger"]}
     assert (tmp_path / "r.jsonl").read_bytes() == results
     assert [row["n"] for row in report["problems"]] == [16] and report["problems"][0]["c"] == 8
-    assert report["ledger"]["run_seq"] == 1  # the stopped run wrote nothing to the ledger
+    assert report["ledger"]["run_seq"] == 17 and report["ledger"]["sample_rows"] == 16  # each sample's row once, then the run
 
 
 @pytest.mark.slow
@@ -243,7 +243,7 @@ def test_progress_is_printed_with_ledger_and_json(inputs: Path) -> None:
     assert lines[0].startswith("grade-samples: [1/16] ") and lines[-1].startswith("grade-samples: [16/16] ")
     assert len(lines) < 16  # throttled: not one line per sample
     assert all(" samples/s" in line for line in lines) and "left" in lines[0]
-    assert json.loads(done.stdout)["ledger"]["run_seq"] == 1
+    assert json.loads(done.stdout)["ledger"]["run_seq"] == 17  # after the 16 samples' rows
     assert not list(inputs.glob("*.partial"))
 
 

