@@ -5,6 +5,7 @@ the status a user (or a shell) expects, and never loses a verdict that was reach
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -29,15 +31,23 @@ GOLD = FIXTURES / "patches" / "intervals" / "gold.diff"
 GRADE = ("grade", "--repo", str(REPO), "--instance", str(INSTANCE))
 
 
+@contextlib.contextmanager
+def tmpfs(place: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` mounted at ``place`` (made here), unmounted after (root only: skipped else)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root (CI runs this as root; /dev/full covers the in-place writer)")
+    place.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(place)], check=True)
+    try:
+        yield place
+    finally:
+        subprocess.run(["umount", "-l", str(place)], check=False)
+
+
 @pytest.fixture
 def full_disk(tmp_path):
     """A folder on a tmpfs with no space left (a real ENOSPC at the first block written)."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root (CI runs this as root; /dev/full covers the in-place writer)")
-    place = tmp_path / "full"
-    place.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(place)], check=True)
-    try:
+    with tmpfs(tmp_path / "full", "16k") as place:
         with open(place / "filler", "wb") as handle:
             try:
                 handle.write(b"\0" * (1 << 20))
@@ -45,8 +55,6 @@ def full_disk(tmp_path):
             except OSError:
                 pass
         yield place
-    finally:
-        subprocess.run(["umount", "-l", str(place)], check=False)
 
 
 def _no_partial(folder: Path) -> None:

@@ -21,21 +21,14 @@ from pytest_objective_scoring.ledger import Ledger, LedgerUnavailable, verify
 
 from .conftest import FIXTURES
 from .runner_helpers import run_cli, run_cli_here
-from .test_faults import GOLD, GRADE, _no_partial, full_disk  # noqa: F401 (the fixture, reused)
+from .test_faults import GOLD, GRADE, _no_partial, full_disk, tmpfs  # noqa: F401 (the fixture, reused)
 
 
 @pytest.fixture
 def small_disk(tmp_path):
     """A 256 KiB tmpfs, empty: room for a ledger, none for the examples (root only: mounting needs it)."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root (CI runs this as root)")
-    place = tmp_path / "small"
-    place.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(place)], check=True)
-    try:
+    with tmpfs(tmp_path / "small", "256k") as place:
         yield place
-    finally:
-        subprocess.run(["umount", "-l", str(place)], check=False)
 
 
 def _fill(place: Path) -> None:
