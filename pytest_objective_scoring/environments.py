@@ -165,6 +165,23 @@ def _text(value: Any, where: str, field: str) -> str:
     return value
 
 
+def _unused_test_cmd(instance: Any, runner: str | None, test_cmd: str | None, where: str) -> str | None:
+    """An entry's ``test_cmd`` that would not be used for ``instance`` (the pytest runner runs pytest
+    itself; the instance's own fields win): refused, never ignored. Other problems of the runner are
+    left to the run, which says them."""
+    if test_cmd is None:
+        return None
+    from .runner_choice import CommandError as RunnerError
+    from .runner_choice import choose, unused_test_cmd
+
+    try:
+        command = choose(instance, runner, test_cmd, f"{where} runner/test_cmd")
+    except RunnerError:
+        return None
+    problem = unused_test_cmd(test_cmd, command, "field 'test_cmd'")
+    return None if problem is None else f"{where}: {problem} (instance {instance.instance_id})"
+
+
 def load_environments(path: str | Path) -> EnvironmentsFile:
     """Read and shape-check an environments file (no interpreter is looked at yet)."""
     import hashlib
@@ -278,6 +295,10 @@ def assign(
         assert environments is not None
         where = environments.where(entry.key)
         runner, test_cmd = entry.runner, entry.test_cmd
+        unused = _unused_test_cmd(instance, runner, test_cmd, where)
+        if unused:
+            problems.append(unused)
+            continue
         if entry.image is not None:  # a template ({instance_id}, {swebench_id}, the preset "swebench") per instance
             from .container import ContainerError, image_for
 

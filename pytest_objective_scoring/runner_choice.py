@@ -49,6 +49,7 @@ __all__ = [
     "parse_command",
     "spec_for",
     "specs_table",
+    "unused_test_cmd",
 ]
 
 PYTEST: Final = "pytest"
@@ -199,6 +200,26 @@ def _field(fields: Mapping[str, Any], name: str, where: str) -> str | None:
     if not isinstance(value, str) or not value.strip():
         raise CommandError(f"{where}: field {name!r}: expected a non-empty string, got {value!r}")
     return value.strip()
+
+
+def unused_test_cmd(test_cmd: str | None, command: RunnerCommand, option: str) -> str | None:
+    """Why a test command (``--test-cmd``, an environments file's ``test_cmd``: ``option``) would not be
+    used for the command :func:`choose` chose, or None: never ignored silently. Under pytest the
+    runner runs pytest itself (its recorder, the repository's configuration pinned, the listed tests'
+    files): a command line's options would change what is judged, so it is refused, not honoured; and
+    an instance that names its own runner or test command wins over it (its data says how its tests
+    run)."""
+    if test_cmd is None:
+        return None
+    if command.is_pytest:
+        return (f"{option} {test_cmd!r}: the pytest runner runs pytest itself (its recorder, the repository's "
+                "configuration pinned, the listed tests' files), so a test command would be ignored; it is for the "
+                "django, sympy and unittest runners (name one as the runner: --runner or the entry's 'runner', or drop "
+                "the test command)")  # fmt: skip
+    if command.command != test_cmd:
+        return (f"{option} {test_cmd!r}: not used: {command.source} says how the tests run ({command.command!r}); "
+                "drop the test command, or the instance's own 'runner'/'test_cmd' fields")  # fmt: skip
+    return None
 
 
 def choose(instance: Instance, runner: str | None = None, test_cmd: str | None = None,

@@ -218,3 +218,20 @@ def test_an_output_whose_name_fits_is_written_whatever_its_length(tmp_path):
     target = tmp_path / ("v" * 250)
     atomic.write_whole(target, b"{}")
     assert target.read_bytes() == b"{}" and [p.name for p in tmp_path.iterdir()] == [target.name]
+
+
+def test_an_environments_test_cmd_the_pytest_runner_would_ignore_is_refused(tmp_path):
+    """An environments file's ``test_cmd`` for an instance graded by pytest was silently ignored."""
+    import json
+    import sys
+
+    envs = tmp_path / "envs.json"
+    envs.write_text(json.dumps({"fixtures__intervals-1": {"python": sys.executable, "test_cmd": "pytest -x -k nothing"}}))
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text(json.dumps({"instance_id": "fixtures__intervals-1", "model_name_or_path": "m",
+                                       "model_patch": GOLD.read_text()}) + "\n")  # fmt: skip
+    result = run_cli_here("grade-batch", "--dataset", str(INSTANCE), "--predictions", str(predictions),
+                          "--environments", str(envs), "--repos", str(FIXTURES / "repos"), cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert "field 'test_cmd' 'pytest -x -k nothing': the pytest runner runs pytest itself" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -67,21 +67,10 @@ STDIN_OPTIONS: Final = (("--instance", "instance"), ("--patch", "patch"), ("--te
 
 
 def ignored_test_cmd(test_cmd: str | None, command: Any) -> str | None:
-    """Why ``--test-cmd`` would not be used for the command chosen (:func:`.runner_choice.choose`),
-    or None: never ignored silently. Under pytest the runner runs pytest itself (its recorder, the
-    repository's configuration pinned, the listed tests' files): a command line's options would
-    change what is judged, so it is refused, not honoured; and an instance that names its own
-    runner or test command wins over the option (its data says how its tests run)."""
-    if test_cmd is None:
-        return None
-    if command.is_pytest:
-        return (f"--test-cmd {test_cmd!r}: the pytest runner runs pytest itself (its recorder, the repository's "
-                "configuration pinned, the listed tests' files), so a test command would be ignored; it is for the "
-                "django, sympy and unittest runners (name one with --runner, or drop --test-cmd)")  # fmt: skip
-    if command.command != test_cmd:
-        return (f"--test-cmd {test_cmd!r}: not used: {command.source} says how the tests run ({command.command!r}); "
-                "drop --test-cmd, or the instance's own 'runner'/'test_cmd' fields")  # fmt: skip
-    return None
+    """Why ``--test-cmd`` would not be used (:func:`.runner_choice.unused_test_cmd`), or None."""
+    from ..runner_choice import unused_test_cmd
+
+    return unused_test_cmd(test_cmd, command, "--test-cmd")
 
 
 def _check_test_cmd(args: argparse.Namespace, instance: Any) -> None:
