@@ -8,6 +8,13 @@ reordered behind its back. Writers serialise on ``BEGIN IMMEDIATE``, so several
 processes can append at once without losing, duplicating or forking a row; a
 writer killed mid-transaction leaves nothing half-written (SQLite's journal).
 
+A chain alone does not stop someone who can write the file from appending rows with hashes he
+computed himself. **A ledger key** (a secret file outside the ledger, named by
+``$OBJECTIVE_SCORE_LEDGER_KEY_FILE``) seals it: each transaction of a writer holding the key ends
+with a ``seal`` row, ``{"through": SEQ, "mac": HMAC-SHA256(key, "SEQ:HASH")}`` of the row before it.
+Once a ledger holds a seal, a writer without the key (or with another key) is refused, and
+:func:`verify` with the key names every row no valid seal covers: rows appended without the key.
+
 This module never imports pytest.
 """
 
@@ -28,7 +35,10 @@ from pathlib import Path
 from typing import Any, Callable, Final, Iterator, Mapping, Sequence
 
 __all__ = ["DEFAULT_LEDGER", "GENESIS", "KNOWN_KINDS", "Entry", "Head", "Ledger", "LedgerError", "LedgerUnavailable",
-           "Verification", "canonical", "head", "parse_head", "sign_head", "verify"]
+           "Verification", "canonical", "head", "key_from_environment", "parse_head", "sign_head", "verify"]
+
+ENV_KEY_FILE: Final = "OBJECTIVE_SCORE_LEDGER_KEY_FILE"
+SEAL: Final = "seal"
 
 GENESIS: Final = "0" * 64
 SCHEMA_VERSION: Final = 2
@@ -300,9 +310,10 @@ class Ledger:
     schema version) raises :class:`LedgerError` naming the file and what is wrong with it.
     """
 
-    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
+    def __init__(self, path: str | Path, *, read_only: bool = False, key: bytes | None = None) -> None:
         self.path = Path(path)
         self.read_only = read_only
+        self._key = key
         self._writable = False
         self._empty = False
         try:
@@ -413,6 +424,7 @@ class Ledger:
         self.conn.execute("BEGIN IMMEDIATE")  # one writer at a time: the chain cannot fork
         try:
             items = decide(self.conn)
+            key = self._sealing_key() if items else None
             last = self.conn.execute("SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1").fetchone()
             seq, prev = (last[0], last[1]) if last else (0, GENESIS)
             for kind, make_body in items:
@@ -425,12 +437,36 @@ class Ledger:
                 )
                 written.append(Entry(seq, kind, created, text, prev, digest))
                 prev = digest
+            if key is not None:  # the transaction's rows (and every one before them) vouched for by the key
+                text = canonical(seal_body(seq, prev, key))
+                digest = entry_hash(seq + 1, SEAL, created, text, prev)
+                self.conn.execute(
+                    "INSERT INTO entries (seq, kind, created, body, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?)",
+                    (seq + 1, SEAL, created, text, prev, digest),
+                )
             self.conn.execute("COMMIT")
         except BaseException:
             if self.conn.in_transaction:  # an interrupt right after COMMIT leaves nothing to roll back
                 self.conn.execute("ROLLBACK")
             raise
         return written
+
+    def _sealing_key(self) -> bytes | None:
+        """The key this transaction seals with (the one given, else ``$OBJECTIVE_SCORE_LEDGER_KEY_FILE``'s),
+        inside the write lock: a sealed ledger refuses a writer without its key, or with another key."""
+        key = self._key if self._key is not None else key_from_environment()
+        last = self.conn.execute("SELECT seq, body FROM entries WHERE kind = ? ORDER BY seq DESC LIMIT 1",
+                                 (SEAL,)).fetchone()  # fmt: skip
+        if last is None:
+            return key
+        if key is None:
+            raise LedgerError(f"{self.path}: the ledger is sealed with a key: a writer without it would append rows "
+                              f"verify refuses (set ${ENV_KEY_FILE} to the key file)")  # fmt: skip
+        body = json.loads(last[1])
+        row = self.conn.execute("SELECT hash FROM entries WHERE seq = ?", (body.get("through"),)).fetchone()
+        if row is None or not hmac.compare_digest(str(body.get("mac")), seal_body(int(body["through"]), row[0], key)["mac"]):
+            raise LedgerError(f"{self.path}: the key in ${ENV_KEY_FILE} is not the one this ledger is sealed with")
+        return key
 
     def entries(self, kind: str | None = None) -> Iterator[Entry]:
         if self._empty:
@@ -526,6 +562,7 @@ def _what(exc: sqlite3.DatabaseError) -> str:
 class Verification:
     rows: int
     problems: tuple[str, ...]
+    seals: str = "none"  # "none" (never sealed), "checked" (every row under a valid seal), "unchecked" (no key)
 
     @property
     def ok(self) -> bool:
@@ -546,6 +583,32 @@ class Head:
 def sign_head(head: Head, key: bytes) -> str:
     """HMAC-SHA256 (hex) of ``SEQ:HASH`` under ``key``: an anchor only the key's holder can make."""
     return hmac.new(key, str(head).encode("ascii"), hashlib.sha256).hexdigest()
+
+
+def read_key(path: str | Path, where: str) -> bytes:
+    """The bytes of a key file (a final newline dropped); :class:`LedgerError` naming ``where`` when
+    it cannot be read or is empty."""
+    from .inputs import InputProblem, read_bytes
+
+    try:
+        key = read_bytes(path, 1 << 16)
+    except InputProblem as exc:
+        raise LedgerError(f"{where} {path}: {exc}") from None
+    key = key[:-1] if key.endswith(b"\n") else key
+    if not key:
+        raise LedgerError(f"{where} {path}: empty: a key must not be empty")
+    return key
+
+
+def key_from_environment() -> bytes | None:
+    """The ledger key ``$OBJECTIVE_SCORE_LEDGER_KEY_FILE`` names, or None when it is not set."""
+    path = os.environ.get(ENV_KEY_FILE)
+    return read_key(path, f"${ENV_KEY_FILE}") if path else None
+
+
+def seal_body(seq: int, digest: str, key: bytes) -> dict[str, Any]:
+    """The body of the seal of row ``seq`` (whose hash is ``digest``)."""
+    return {"through": seq, "mac": sign_head(Head(seq, digest), key)}
 
 
 def parse_head(text: str) -> tuple[int | None, str, str | None]:
@@ -622,6 +685,8 @@ def verify(path: str | Path, expect_head: str | None = None, key: bytes | None =
                                 f"({' '.join(present[trigger][1].split())[:160]})")  # fmt: skip
         expected_seq, prev = 1, GENESIS
         hashes: dict[int, str] = {}
+        seals: list[tuple[int, str, str]] = []  # (seq, body, prev_hash) of every seal row
+        last_seq = 0
         for seq, kind, created, body, prev_hash, digest in conn.execute(
             "SELECT seq, kind, created, body, prev_hash, hash FROM entries ORDER BY seq"
         ):
@@ -637,11 +702,21 @@ def verify(path: str | Path, expect_head: str | None = None, key: bytes | None =
             if entry_hash(seq, kind, created, body, prev_hash) != digest:
                 problems.append(f"row {seq} ({kind}) was edited: its content no longer matches its hash")
             expected_seq, prev = seq + 1, digest
+            last_seq = seq
             if anchor is not None:
                 hashes[seq] = digest
+            if kind == SEAL:
+                seals.append((seq, body, prev_hash))
         if anchor is not None:
             problems.extend(_anchor_problems(anchor, hashes, key))
-        return Verification(rows, tuple(problems))
+        state = "none"
+        if seals:
+            state = "unchecked" if key is None else "checked"
+            if key is not None:
+                problems.extend(_seal_problems(seals, last_seq, key))
+        elif key is not None and expect_head is None:
+            problems.append("a key was given, but the ledger holds no seal: none of its rows was written with a key")
+        return Verification(rows, tuple(problems), state)
     except sqlite3.DatabaseError as exc:
         if "malformed" not in str(exc) and not problems:
             raise _error(exc)(f"{path}: {_what(exc)} ({exc})") from None
@@ -650,6 +725,28 @@ def verify(path: str | Path, expect_head: str | None = None, key: bytes | None =
         return Verification(rows, (*problems, f"the file was altered: its rows cannot be read {where} ({exc})"))
     finally:
         conn.close()
+
+
+def _seal_problems(seals: Sequence[tuple[int, str, str]], last_seq: int, key: bytes) -> list[str]:
+    """Every seal the key did not make, and every row no valid seal covers (appended without the key).
+    A seal vouches for the row before it (its ``prev_hash``, which the chain check holds to that row's
+    hash) and so for every row before that: rows after the last valid seal were appended without it."""
+    problems: list[str] = []
+    covered = 0
+    for seq, body, prev_hash in seals:
+        try:
+            data = json.loads(body)
+            through, mac = int(data["through"]), str(data["mac"])
+        except (ValueError, KeyError, TypeError):
+            problems.append(f"row {seq} (seal) is not a seal: its body is not {{through, mac}}")
+            continue
+        if through != seq - 1 or not hmac.compare_digest(mac, seal_body(through, prev_hash, key)["mac"]):
+            problems.append(f"row {seq} (seal) was not made with this key (a forged seal, or the wrong key)")
+            continue
+        covered = seq
+    if covered < last_seq:
+        problems.append(f"rows {covered + 1}..{last_seq} are not sealed with the ledger's key: appended without it")
+    return problems
 
 
 def _anchor_problems(anchor: tuple[int | None, str, str | None], hashes: Mapping[int, str],
@@ -682,7 +779,7 @@ DEFAULT_LEDGER: Final = Path(".objective-scoring") / "ledger.sqlite"
 # package's sources against it.
 KNOWN_KINDS: Final = frozenset({
     "score", "cost", "scorecard", "batch", "audit", "harbor", "set", "judged_score", "claim", "release",
-    "ab_manifest", "ab_predictions", "ab_comparison", "samples_run", "sample_problem", "sample_result",
+    "ab_manifest", "ab_predictions", "ab_comparison", "samples_run", "sample_problem", "sample_result", "seal",
 })
 
 

@@ -169,7 +169,7 @@ def test_grade_appends_score_and_cost_and_the_cli_reads_them(tmp_path):
     assert "fixtures__intervals-1" in table.stdout and "not_resolved" in table.stdout
     verified = run_cli("ledger", "verify", "--ledger", str(ledger), "--json")
     assert verified.returncode == 0 and json.loads(verified.stdout) == {"ledger": str(ledger), "rows": 6, "ok": True,
-                                                                       "problems": []}  # fmt: skip
+                                                                       "seals": "none", "problems": []}  # fmt: skip
     exported = run_cli("ledger", "export", "--ledger", str(ledger))
     kinds = [json.loads(line)["kind"] for line in exported.stdout.splitlines()]
     assert kinds == ["score", "cost", "scorecard"] * 2

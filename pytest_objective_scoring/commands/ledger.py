@@ -56,13 +56,24 @@ def cmd_ledger_head(args: argparse.Namespace) -> int:
 def cmd_ledger_verify(args: argparse.Namespace) -> int:
     from ..ledger import verify
 
+    from ..ledger import LedgerError, key_from_environment
+
     path = existing_ledger(args)
-    result = verify(path, expect_head=args.expect_head, key=_ledger_key(args))
+    key = _ledger_key(args)
+    if key is None and args.expect_head is None:  # the writers' key checks the seals too
+        try:
+            key = key_from_environment()
+        except LedgerError as exc:
+            raise CommandError(str(exc)) from None
+    result = verify(path, expect_head=args.expect_head, key=key)
+    seals = {"none": "", "checked": ", every row sealed with the key",
+             "unchecked": "; sealed with a key: seals not checked (give --key-file or $OBJECTIVE_SCORE_LEDGER_KEY_FILE)"}
     if args.json:
         print(json.dumps({"ledger": str(existing_ledger(args)), "rows": result.rows, "ok": result.ok,
-                          "problems": list(result.problems)}, indent=2))  # fmt: skip
+                          "seals": result.seals, "problems": list(result.problems)}, indent=2))  # fmt: skip
     else:
-        print(f"{existing_ledger(args)}: {result.rows} rows, " + ("chain intact" if result.ok else "TAMPERED"))
+        print(f"{existing_ledger(args)}: {result.rows} rows, " + ("chain intact" if result.ok else "TAMPERED")
+              + (seals[result.seals] if result.ok else ""))  # fmt: skip
         for problem in result.problems:
             print(f"  {problem}")
     return 0 if result.ok else 1
@@ -209,7 +220,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         if name in ("verify", "head"):
             action.add_argument("--key-file", metavar="FILE", default=None,
                                 help="A secret key (the file's bytes) that signs the head (head --sign) or checks a "
-                                "signed --expect-head")  # fmt: skip
+                                "signed --expect-head; for verify alone, the ledger's seals (default: "
+                                "$OBJECTIVE_SCORE_LEDGER_KEY_FILE)")  # fmt: skip
         if name != "export":
             action.add_argument("--json", action="store_true", help="Print the result as JSON")
         action.set_defaults(handler=unavailable(handler))

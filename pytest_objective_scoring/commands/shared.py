@@ -63,6 +63,11 @@ def hidden_paths(args: argparse.Namespace) -> tuple[Path, ...]:
     paths = [*(Path(v) for v in (getattr(args, name, None) for name in ("out", "receipt", "report")) if v)]
     if ledger is not None:  # with its write-ahead log and its claimants' owner files
         paths[:0] = [ledger, Path(f"{ledger}-wal"), Path(f"{ledger}-shm"), ledger.with_name(ledger.name + ".claims")]
+    import os
+
+    key_file = os.environ.get("OBJECTIVE_SCORE_LEDGER_KEY_FILE")  # the ledger's key: a candidate that read it could seal
+    if key_file:
+        paths.append(Path(key_file))
     return tuple(p.resolve() for p in paths)
 
 
