@@ -19,28 +19,36 @@ outcomes, the tests used and their p-values, pass@k, admissibility, power, the c
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Final, Mapping, Sequence
+from typing import Any, Final, Iterable, Mapping, Sequence
 
+from .ab_inference import pass_at_k  # noqa: F401 (re-exported: the estimator lives with the statistics)
 from .cost_ledger import finite_number, shown
+from .identity import near_keys, shown_name, text_key
 from .ledger import canonical
 
 __all__ = [
     "ABComparison",
     "ABError",
     "Arm",
+    "ChangeRelation",
     "ComparisonResult",
     "Cost",
     "FrozenConfig",
     "Manifest",
     "access_findings",
     "arm_statistics",
+    "change_family",
+    "change_links",
     "compare",
     "manifest_digest",
     "parse_manifest",
+    "parse_relations",
     "pass_at_k",
     "recommend",
+    "review_change",
 ]
 
 ARM_NAMES: Final = ("baseline", "candidate")
@@ -129,6 +137,19 @@ class ArmSpec:
 
 
 @dataclass(frozen=True)
+class ChangeRelation:
+    """A manifest's declaration that its ``change_under_test`` is (``same_as``) or is not (``different_from``)
+    an existing change of the ledger whose name it resembles, and why."""
+
+    relation: str  # same_as | different_from
+    change: str
+    reason: str
+
+
+RELATIONS: Final = ("same_as", "different_from")
+
+
+@dataclass(frozen=True)
 class Manifest:
     """What is preregistered: the record's frozen part plus the arms' kinds and the decision rule."""
 
@@ -146,6 +167,7 @@ class Manifest:
     min_effect: float | None = None  # decision_rule.min_effect: the smallest uplift worth detecting
     task_effect_sd: float = 0.3  # decision_rule.task_effect_sd: the assumed spread of per-task effects
     run_effect_sd: float = 0.0  # decision_rule.run_effect_sd: the assumed spread of a seed run's shock
+    change_relations: tuple[ChangeRelation, ...] = ()  # change_relation: this change is, or is not, an existing one
 
     def arm(self, name: str) -> ArmSpec:
         for arm in self.arms:
@@ -174,12 +196,111 @@ def _need(data: Mapping[str, Any], key: str, kind: Any, where: str) -> Any:
     return value
 
 
-def change_key(change: str) -> str:
-    """The identity of a ``change_under_test`` for its family of experiments: the same change however it
-    is spelled (Unicode compatibility form, case, runs of whitespace)."""
-    import unicodedata
+def parse_relations(value: Any, where: str) -> tuple[ChangeRelation, ...]:
+    """``change_relation``: one object, or a list of them, each ``{"same_as" | "different_from": NAME,
+    "reason": TEXT}``."""
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        raise ABError(f"{where}: field 'change_relation': expected an object (or a list of them) with same_as or "
+                      "different_from and reason")  # fmt: skip
+    found = []
+    for index, item in enumerate(items):
+        at = f"{where}: change_relation" + (f"[{index}]" if isinstance(value, list) else "")
+        if not isinstance(item, Mapping):
+            raise ABError(f"{at}: expected an object with same_as or different_from (an existing change) and reason")
+        named = [key for key in RELATIONS if key in item]
+        unknown = sorted(set(item) - {*RELATIONS, "reason"})
+        if unknown:
+            raise ABError(f"{at}: field {unknown[0]!r} is not part of a change relation (same_as, different_from, reason)")
+        if len(named) != 1:
+            raise ABError(f"{at}: expected exactly one of same_as and different_from, got "
+                          f"{' and '.join(named) if named else 'neither'}")  # fmt: skip
+        found.append(ChangeRelation(named[0], _need(item, named[0], str, at), _need(item, "reason", str, at)))
+    return tuple(found)
 
-    return " ".join(unicodedata.normalize("NFKC", change).casefold().split())
+
+def change_links(manifests: Iterable[Mapping[str, Any]]) -> list[tuple[str, str, str]]:
+    """The relations every preregistered manifest declared, as ``(key of its change, key of the change it
+    names, same_as | different_from)`` (:func:`.identity.text_key`); a malformed declaration is skipped."""
+    links = []
+    for manifest in manifests:
+        change = manifest.get("change_under_test") if isinstance(manifest, Mapping) else None
+        if not isinstance(change, str):
+            continue
+        try:
+            relations = parse_relations(manifest.get("change_relation"), "") if "change_relation" in manifest else ()
+        except ABError:
+            continue
+        links += [(text_key(change), text_key(r.change), r.relation) for r in relations]
+    return links
+
+
+def change_family(change: str, links: Iterable[tuple[str, str, str]]) -> set[str]:
+    """The keys of every change that is ``change``: the same :func:`.identity.text_key`, or joined to it by a
+    ``same_as`` declaration (either way round, and transitively)."""
+    return _joined({text_key(change)}, links)
+
+
+def _joined(keys: set[str], links: Iterable[tuple[str, str, str]]) -> set[str]:
+    family, grew = set(keys), True
+    same = [(a, b) for a, b, relation in links if relation == "same_as"]
+    while grew:
+        grew = False
+        for a, b in same:
+            if (a in family) != (b in family):
+                family |= {a, b}
+                grew = True
+    return family
+
+
+def review_change(manifest: Manifest, known: Sequence[Mapping[str, Any]],
+                  links: Sequence[tuple[str, str, str]]) -> list[dict[str, Any]]:  # fmt: skip
+    """The declarations a new preregistration records, or :class:`ABError` (one line naming the existing change).
+
+    ``known`` are the ledger's preregistered experiments (``name``, ``change``, ``seq``); ``links`` the
+    relations they declared (:func:`change_links`). A change spelt differently from an existing one with
+    the same :func:`.identity.text_key`, or within a few edits of one (:func:`.identity.near_keys`), must be
+    declared ``same_as`` it (it joins its family) or ``different_from`` it, with the reason; a name with the
+    same key is always the same change, so ``different_from`` it is refused. A change already related to this
+    one (or to a change this one is declared the same as) by any declaration needs none."""
+    change, key = manifest.change_under_test, text_key(manifest.change_under_test)
+    keys = {text_key(k["change"]) for k in known}
+    recorded: list[dict[str, Any]] = []
+    for relation in manifest.change_relations:
+        other = text_key(relation.change)
+        if other not in keys:
+            names = ", ".join(sorted({shown_name(k["change"]) for k in known})[:5]) or "none"
+            raise ABError(f"change_relation names {shown_name(relation.change)}, but no experiment in this ledger is on "
+                          f"that change (changes preregistered: {names})")  # fmt: skip
+        if relation.relation == "different_from" and other == key:
+            raise ABError(f"change_relation: {shown_name(change)} cannot be different from {shown_name(relation.change)}: once case, "
+                          "punctuation, spacing, invisible and look-alike characters are folded they are one name, "
+                          "and one name is one change (name a different change differently)")  # fmt: skip
+        matches = sorted({k["change"] for k in known if text_key(k["change"]) == other})
+        recorded.append({"relation": relation.relation, "change": relation.change, "reason": relation.reason,
+                         "key": other, "matches": matches})  # fmt: skip
+    declared = {entry["key"] for entry in recorded}
+    ours = [(key, str(entry["key"]), str(entry["relation"])) for entry in recorded]
+    joined = change_family(change, [*links, *ours])  # this change, and every change it is (declared) the same as
+    decided = {b if a in joined else a for a, b, _ in [*links, *ours] if (a in joined) != (b in joined)}
+    spelt = {k["change"] for k in known}
+    for existing in sorted(known, key=lambda k: k["seq"]):
+        other = text_key(existing["change"])
+        if existing["change"] == change or other in declared or _joined({other}, links) & decided:
+            continue
+        if other == key:
+            if change in spelt:  # this very spelling is preregistered already: the family knows it
+                continue
+            why, declare = "spelt differently from", '"same_as"'
+        else:
+            edits = near_keys(key, other)
+            if edits is None or other in joined:
+                continue
+            why, declare = f"{edits} edit(s) away from", '"same_as" or "different_from"'
+        raise ABError(f"change_under_test {shown_name(change)} is {why} the existing change {shown_name(existing['change'])} "
+                      f"(experiment {existing['name']!r}, ledger seq {existing['seq']}): declare in the manifest "
+                      f"\"change_relation\": {{{declare}: {json.dumps(existing['change'])}, \"reason\": \"...\"}}")  # fmt: skip
+    return recorded
 
 
 def parse_frozen(data: Any, where: str) -> FrozenConfig:
@@ -277,7 +398,7 @@ def parse_manifest(data: Any, where: str) -> Manifest:
         if key in benchmark and not isinstance(benchmark[key], str):
             raise ABError(f"{where}: benchmark.{key}: expected a string, got {benchmark[key]!r}")
     unknown = sorted(set(data) - {"name", "benchmark", "change_under_test", "frozen", "arms", "seeds", "primary_metric",
-                                  "decision_rule", "model_training_cutoff"})  # fmt: skip
+                                  "decision_rule", "model_training_cutoff", "change_relation"})  # fmt: skip
     if unknown:
         raise ABError(f"{where}: field {unknown[0]!r} is not part of a manifest")
     return Manifest(
@@ -295,6 +416,7 @@ def parse_manifest(data: Any, where: str) -> Manifest:
         min_effect=None if min_effect is None else float(min_effect),
         task_effect_sd=float(task_sd),
         run_effect_sd=float(run_sd),
+        change_relations=parse_relations(data["change_relation"], where) if "change_relation" in data else (),
     )
 
 
@@ -395,19 +517,6 @@ def compare(baseline: Mapping[tuple[int, str], bool], candidate: Mapping[tuple[i
     if not admissible:
         significant = "undetermined"
     return delta, significant, test
-
-
-def pass_at_k(n: int, c: int, k: int) -> float | None:
-    """The unbiased pass@k estimator (Chen et al. 2021): 1 - C(n-c, k) / C(n, k), for n samples
-    of which c pass; undefined (None) when fewer than k samples exist."""
-    if k < 1 or n < k:
-        return None
-    if n - c < k:
-        return 1.0
-    product = 1.0
-    for i in range(n - c + 1, n + 1):
-        product *= 1.0 - k / i
-    return 1.0 - product
 
 
 def recommend(delta: float, significant: str, cost_per_seed: Mapping[str, float | None], resolved_per_seed: Mapping[str, float],

@@ -13,10 +13,13 @@ saying why; the stored record itself never changes (the ledger is append-only).
   smallest effect the design had the power to detect; a significant uplift once every experiment on
   the same change is counted (Holm); and ``keep``.
 - **C3**: C2 here and C2 on another preregistered comparison of the same change on another benchmark
-  family: another ``benchmark.id`` *and* no problem in common (:func:`problem_identity`: repository,
-  base commit, gold and test patches, test lists, whitespace ignored), so the same problems under new
-  names, ids or reworded statements do not count.
-- **C4** is never reached from benchmark evidence alone.
+  family: another ``benchmark.id`` by :func:`.identity.text_key` (``synth-a`` and ``SYNTH-A``, or a
+  look-alike spelling, are one family) *and* no problem in common (:func:`.identity.problem_key`: base
+  commit, gold and test patches as the lines they change, test lists), so the same problems under new
+  names, ids, repositories or reworded statements do not count; nor do problems recorded by an older
+  version, whose identities cannot be compared with today's.
+- **C4** is never reached from benchmark evidence alone: said once, as the scope of every claim, not
+  as a reason a claim went down.
 
 This module never imports pytest.
 """
@@ -26,8 +29,9 @@ from __future__ import annotations
 from typing import Any, Final, Mapping, Sequence
 
 from .ab import PROMOTION_SEEDS
+from .identity import PROBLEM_KEY_PREFIX, problem_key, text_key
 
-__all__ = ["C2_MAX_ALPHA", "C2_MIN_TASKS", "C2_PAIRS", "LEVELS", "c2_blockers", "claim_level", "pair_problem",
+__all__ = ["C2_MAX_ALPHA", "C2_MIN_TASKS", "C2_PAIRS", "C4_SCOPE", "LEVELS", "c2_blockers", "claim_level", "pair_problem",
            "problem_identity"]
 
 LEVELS: Final = ("none", "C0", "C1", "C2", "C3", "C4")
@@ -44,23 +48,15 @@ C2_PAIRS: Final = frozenset({("native", "governed"), ("passive", "governed"), ("
                              ("governed", "ablation")})  # fmt: skip
 
 
-def problem_identity(fields: Mapping[str, Any]) -> str:
-    """What makes two tasks the same problem, whatever they are called: the repository, the base
-    commit, the gold and test patches and the listed tests, every run of whitespace made one space.
-    The id, the dates and the statement (which can be reworded) are left out."""
-    import hashlib
-    import json
+problem_identity = problem_key  # the one definition of a problem, shared with the sets (tests use this name)
+C4_SCOPE: Final = ("C4 is never reached from benchmark evidence: product promotion needs qualification outside it "
+                   "(RFC section 4)")  # fmt: skip
 
-    def flat(value: Any) -> Any:
-        if isinstance(value, str):
-            return " ".join(value.split())
-        if isinstance(value, (list, tuple)):
-            return sorted(flat(v) for v in value)
-        return value
 
-    keys = ("repo", "base_commit", "patch", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS")
-    identity = {key: flat(fields.get(key)) for key in keys}
-    return "sha256:" + hashlib.sha256(json.dumps(identity, sort_keys=True).encode("utf-8")).hexdigest()
+def _comparable(problems: Sequence[str] | None) -> bool:
+    """Whether a comparison's problems are today's identities (:func:`.identity.problem_key`): an older
+    version's digests cannot show two comparisons disjoint."""
+    return bool(problems) and all(isinstance(p, str) and p.startswith(PROBLEM_KEY_PREFIX) for p in problems or [])
 
 
 def pair_problem(arm_kinds: Sequence[Mapping[str, Any]]) -> str | None:
@@ -128,7 +124,8 @@ def claim_level(details: Mapping[str, Any], record: Mapping[str, Any], *, holm_p
 
     ``holm_p`` is this experiment's p-value adjusted over every experiment on the same change;
     ``replications`` the other experiments on the same change as ``{"name", "benchmark", "problem_digests",
-    "c2"}`` (``c2``: they reach C2 now; ``problem_digests``: :func:`problem_identity` of their tasks)."""
+    "c2"}`` (``c2``: they reach C2 now; ``problem_digests``: :func:`.identity.problem_key` of their tasks).
+    The last reason is :data:`C4_SCOPE`, the scope of every claim, never a ``not ...`` reason."""
     reasons: list[str] = []
     if details.get("infrastructure_failures"):
         return "none", [f"{details['infrastructure_failures']} grading(s) were infrastructure failures: not even C0"]
@@ -154,8 +151,13 @@ def claim_level(details: Mapping[str, Any], record: Mapping[str, Any], *, holm_p
         for other in replications:
             if not other.get("c2"):
                 continue
-            if other["benchmark"] == details["benchmark"]["id"]:
-                near.append(f"{other['name']} (the same benchmark id)")
+            if text_key(str(other["benchmark"])) == text_key(str(details["benchmark"]["id"])):
+                same = "the same benchmark id" if other["benchmark"] == details["benchmark"]["id"] else \
+                    f"{other['benchmark']}: the same benchmark family as {details['benchmark']['id']}, spelt otherwise"
+                near.append(f"{other['name']} ({same})")
+            elif mine and other.get("problem_digests") and not (_comparable(list(mine)) and _comparable(other["problem_digests"])):
+                near.append(f"{other['name']} ({other['benchmark']}: problems recorded by an older version cannot be "
+                            "shown disjoint from today's)")  # fmt: skip
             elif not mine or not other.get("problem_digests") or mine & set(other["problem_digests"]):
                 near.append(f"{other['name']} ({other['benchmark']}: shares tasks with this one)")
             else:
@@ -167,5 +169,5 @@ def claim_level(details: Mapping[str, Any], record: Mapping[str, Any], *, holm_p
         else:
             reasons.append("not C3: no C2 replication of this change on another benchmark family with disjoint tasks"
                            + (f" ({'; '.join(near)} do not count)" if near else ""))  # fmt: skip
-    reasons.append("not C4: product promotion needs qualification outside benchmark evidence (RFC section 4)")
+    reasons.append(C4_SCOPE)
     return level, reasons

@@ -77,9 +77,17 @@ def summarize_comparison(manifest: ab.Manifest, eligible: Sequence[tuple[str, st
                                        task_set.record.role, seeds=len(manifest.seeds))  # fmt: skip
     record = ab.ABComparison(manifest.change_under_test, manifest.frozen, tuple(arms), manifest.seeds,
                              ab.ComparisonResult(delta, significant, recommendation))  # fmt: skip
+    from .ab_inference import cost_distributions, pass_at_k_interval
+
     seeds = len(manifest.seeds)
     pass_k = {name: {f"pass@{k}": _mean([ab.pass_at_k(seeds, c, k) for c in per_task[name].values()])
                      for k in sorted({1, seeds})} for name in per_task}  # fmt: skip
+    pass_k_intervals = {name: {f"pass@{k}": pass_at_k_interval([(seeds, c) for c in per_task[name].values()], k,
+                                                                 manifest.alpha)
+                               for k in sorted({1, seeds})} for name in per_task}  # fmt: skip
+    cost_distribution = {spec.name: cost_distributions(
+        [(task, _known_dollars(by_prediction[(f"ab:{manifest.name}/{spec.name}/seed{seed}", task)]))
+         for seed in manifest.seeds for task in tasks], manifest.alpha) for spec in manifest.arms}  # fmt: skip
     details = {
         "benchmark": dict(manifest.benchmark),
         "task_set": task_set.record.set_id,
@@ -95,6 +103,8 @@ def summarize_comparison(manifest: ab.Manifest, eligible: Sequence[tuple[str, st
         "recommendation_because": why,
         "per_task_resolved_seeds": per_task,
         "pass_at_k": pass_k,
+        "pass_at_k_intervals": pass_k_intervals,
+        "cost_distribution": cost_distribution,
         "dollars_per_seed": costs_per_seed,
         "outcomes_identical": identical,
         "role": task_set.record.role,
@@ -108,6 +118,14 @@ def summarize_comparison(manifest: ab.Manifest, eligible: Sequence[tuple[str, st
         ],  # fmt: skip
     }
     return record.to_dict(), details
+
+
+def _known_dollars(row: dict[str, Any]) -> dict[str, Any]:
+    """A graded row's cost, its dollars unknown (None) when the harness did not report its model's."""
+    cost = dict(row.get("cost") or {})
+    if (row.get("cost_breakdown") or {}).get("model_dollars") is None:
+        cost["dollars"] = None
+    return cost
 
 
 def _quarantined_rows(dispositions: Sequence[str | None], reasons: Sequence[Sequence[str] | None]) -> list[str]:
@@ -216,18 +234,29 @@ def _audit_for(recorded_audits: Sequence[dict[str, Any]], task_id: str) -> dict[
 
 
 def experiment_family(ledger: Any, change: str, name: str, record: dict[str, Any], details: dict[str, Any]) -> dict[str, Any]:
-    """Every experiment preregistered in this ledger on ``change`` however it is spelled (:func:`.ab.change_key`;
-    this one included, whatever became of them): each one's status and primary p-value, Holm-adjusted over
-    all of them (one not yet run counts as p = 1, and so does one recorded by an older version, whose
-    p-value pooled (seed, task) pairs)."""
+    """Every experiment preregistered in this ledger on ``change`` however it is spelled (the same
+    :func:`.identity.text_key`: case, punctuation, spacing, invisible and look-alike characters folded) or
+    declared the same change by a manifest's ``change_relation`` (:func:`.ab.change_family`), this one
+    included, whatever became of them: each one's status and primary p-value, Holm-adjusted over all of
+    them (one not yet run counts as p = 1, and so does one recorded by an older version, whose p-value
+    pooled (seed, task) pairs)."""
     from .ab_inference import holm
+    from .identity import text_key
 
+    entries = list(ledger.entries("ab_manifest"))
+    stated = [e.data["manifest"] for e in entries if isinstance(e.data.get("manifest"), dict)]
+    links = ab.change_links(stated)
+    keys = ab.change_family(change, links)
     manifests: dict[str, dict[str, Any]] = {}
-    key = ab.change_key(change)
-    for entry in ledger.entries("ab_manifest"):
+    for entry in entries:
         data = entry.data
-        if isinstance(data["manifest"].get("change_under_test"), str) and ab.change_key(data["manifest"]["change_under_test"]) == key:
-            manifests.setdefault(data["name"], {"seq": entry.seq, "benchmark": (data["manifest"].get("benchmark") or {}).get("id")})
+        spelled = (data.get("manifest") or {}).get("change_under_test")
+        if isinstance(spelled, str) and text_key(spelled) in keys:
+            manifests.setdefault(data["name"], {"seq": entry.seq, "benchmark": (data["manifest"].get("benchmark") or {}).get("id"),
+                                                "change_under_test": spelled})  # fmt: skip
+    declared = [{"change": m["change_under_test"], **r} for m in stated
+                if isinstance(m.get("change_under_test"), str) and text_key(m["change_under_test"]) in keys
+                for r in _relations(m)]  # fmt: skip
     comparisons: dict[str, dict[str, Any]] = {}
     for entry in ledger.entries("ab_comparison"):
         if entry.data["name"] in manifests or entry.data["name"] == name:
@@ -242,13 +271,27 @@ def experiment_family(ledger: Any, change: str, name: str, record: dict[str, Any
         found = comparisons.get(member)
         result = found["record"]["result"] if found else {}
         members.append({"name": member, "benchmark": info["benchmark"], "preregistered_seq": info["seq"],
+                        "change_under_test": info.get("change_under_test", change),
                         "status": "compared" if found else "preregistered, not run", "delta": result.get("delta"),
                         "significant": result.get("significant"), "recommendation": result.get("recommendation"),
                         "p_value": p_values[member], "holm_p_value": adjusted[member],
+                        "interval": ((found["details"].get("test") or {}).get("interval") if found else None),
                         "claim_when_written": (found["details"].get("claim") if found and member != name else None)})  # fmt: skip
     return {"change_under_test": change, "experiments": len(members), "members": members, "holm": adjusted,
-            "comparisons": list(comparisons.values()),
-            "correction": "Holm step-down over every experiment preregistered on this change (not run: p = 1)"}
+            "comparisons": list(comparisons.values()), "declared": declared,
+            "correction": "Holm step-down over every experiment preregistered on this change, however spelt or "
+                          "declared the same (not run: p = 1)"}  # fmt: skip
+
+
+def _relations(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    """A preregistered manifest's ``change_relation`` declarations as written (a malformed one: none)."""
+    if "change_relation" not in manifest:
+        return []
+    try:
+        return [{"relation": r.relation, "to": r.change, "reason": r.reason}
+                for r in ab.parse_relations(manifest["change_relation"], "")]  # fmt: skip
+    except ab.ABError:
+        return []
 
 
 def _primary_p(details: dict[str, Any]) -> float | None:

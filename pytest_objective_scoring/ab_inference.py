@@ -40,10 +40,17 @@ from typing import Any, Final, Mapping, Sequence
 
 __all__ = [
     "arm_interval",
+    "cost_distributions",
     "differences",
+    "distribution",
     "holm",
+    "mean_interval",
     "minimum_detectable_effect",
+    "paired_difference",
+    "pass_at_k",
+    "pass_at_k_interval",
     "primary_test",
+    "ratio_interval",
     "secondary_views",
     "task_means",
 ]
@@ -236,6 +243,19 @@ def minimum_detectable_effect(tasks: int, seeds: int, alpha: float, task_effect_
     return out
 
 
+def pass_at_k(n: int, c: int, k: int) -> float | None:
+    """The unbiased pass@k estimator (Chen et al. 2021): 1 - C(n-c, k) / C(n, k), for n samples
+    of which c pass; undefined (None) when fewer than k samples exist."""
+    if k < 1 or n < k:
+        return None
+    if n - c < k:
+        return 1.0
+    product = 1.0
+    for i in range(n - c + 1, n + 1):
+        product *= 1.0 - k / i
+    return 1.0 - product
+
+
 def holm(p_values: Mapping[str, float | None]) -> dict[str, float]:
     """Holm's step-down adjusted p-values (a family-wise error rate over every experiment named; one
     with no p-value yet counts as p = 1, so leaving an experiment unrun never helps another)."""
@@ -247,3 +267,210 @@ def holm(p_values: Mapping[str, float | None]) -> dict[str, float]:
         running = max(running, min(1.0, (m - rank) * p))
         adjusted[name] = running
     return adjusted
+
+
+# ---------------------------------------------------------------------- uncertainty of every printed number
+#
+# Pure functions shared by the scorecard, the costs report and the A/B report (issue 29, item 4). Each
+# returns a JSON-ready dict that says how its interval was made (``method``) and how many units it rests
+# on (``n``); with one unit there is no interval (``interval`` None, ``note`` "n/a: one task"), never a
+# zero-width one. Bootstraps are seeded (``random_state``): the same data give the same numbers.
+
+BOOTSTRAP_RESAMPLES: Final = 4999
+BOOTSTRAP_SEED: Final = 0
+BOOTSTRAP_CELLS: Final = 1_000_000  # values resampled per vectorized batch (resamples x units): bounds the memory
+PAIRED_T: Final = "Student's t interval of the mean paired per-{unit} difference (scipy.stats.t)"
+BOOTSTRAP: Final = (f"BCa bootstrap over {{units}} of the {{statistic}} (scipy.stats.bootstrap, {BOOTSTRAP_RESAMPLES} "
+                    f"resamples, random_state {{seed}})")  # fmt: skip
+COST_QUANTITIES: Final = ("dollars", "cpu", "wall_time", "tokens", "calls")
+
+
+def plural(unit: str) -> str:
+    """``task`` -> ``tasks``, ``run`` -> ``runs``."""
+    return unit if unit.endswith("s") else unit + "s"
+
+
+def no_interval(n: int, unit: str) -> str | None:
+    """Why no interval can be given on ``n`` units (None when one can): "n/a: one task"."""
+    if n <= 0:
+        return f"n/a: no {unit}"
+    if n == 1:
+        return f"n/a: one {unit}"
+    return None
+
+
+def _floats(values: Sequence[Any]) -> list[float]:
+    return [float(v) for v in values]
+
+
+def ratio_interval(numerators: Sequence[float], denominators: Sequence[float], alpha: float = 0.05,
+                   random_state: int = BOOTSTRAP_SEED, unit: str = "task",
+                   groups: Sequence[str] | None = None) -> dict[str, Any]:  # fmt: skip
+    """sum(numerators) / sum(denominators) and its 1 − alpha interval: a BCa bootstrap over the
+    ``groups`` (each group resampled whole: a task's runs stay together) or, without groups, over
+    the items (``scipy.stats.bootstrap``, paired, seeded). The mean of values is the ratio to ones.
+
+    Returns ``estimate``, ``interval`` ([low, high] or None), ``n`` (units resampled), ``note``
+    (why there is no interval, or that the units show no spread), ``method``. One unit: no interval,
+    "n/a: one {unit}". Every unit with the same ratio: the interval is [estimate, estimate] and the
+    note says there is no spread to resample. A zero denominator sum: no estimate."""
+    import numpy as np
+
+    if len(numerators) != len(denominators) or (groups is not None and len(groups) != len(numerators)):
+        raise ValueError("numerators, denominators and groups must have one entry per item")
+    keys = list(groups) if groups is not None else [str(i) for i in range(len(numerators))]
+    sums: dict[str, list[float]] = {}
+    for key, top, bottom in zip(keys, _floats(numerators), _floats(denominators)):
+        pair = sums.setdefault(key, [0.0, 0.0])
+        pair[0] += top
+        pair[1] += bottom
+    tops = np.array([s[0] for s in sums.values()], dtype=float)
+    bottoms = np.array([s[1] for s in sums.values()], dtype=float)
+    n = len(sums)
+    units = plural(unit) + (f" (each {unit}'s values resampled together)" if groups is not None else "")
+    out: dict[str, Any] = {"estimate": None, "interval": None, "n": n, "unit": plural(unit), "alpha": alpha,
+                           "note": no_interval(n, unit), "method": BOOTSTRAP.format(units=units, statistic="ratio of "
+                           "the sums", seed=random_state)}  # fmt: skip
+    total = float(bottoms.sum()) if n else 0.0
+    if not n or total == 0.0:
+        out["note"] = out["note"] or f"n/a: the denominator is 0 over the {n} {plural(unit)}"
+        return out
+    estimate = float(tops.sum()) / total
+    out["estimate"] = estimate
+    if n < 2:
+        return out
+    with np.errstate(divide="ignore", invalid="ignore"):
+        own = tops / bottoms
+    if np.all(bottoms > 0) and np.allclose(own, own[0], rtol=0.0, atol=1e-12):
+        out["interval"] = [estimate, estimate]
+        out["note"] = f"no spread: every one of the {n} {plural(unit)} has the same value"
+        return out
+
+    def statistic(top: Any, bottom: Any, axis: int = -1) -> Any:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.sum(top, axis=axis) / np.sum(bottom, axis=axis)
+
+    found = _bootstrap((tops, bottoms), statistic, alpha, random_state)
+    if not all(math.isfinite(v) for v in found):  # resamples whose denominator sums to 0
+        out["note"] = f"n/a: the denominator is 0 in some resamples of the {n} {plural(unit)}"
+        return out
+    out["interval"] = [float(found[0]), float(found[1])]
+    return out
+
+
+def _bootstrap(data: tuple[Any, ...], statistic: Any, alpha: float, random_state: int) -> tuple[float, float]:
+    """scipy's paired BCa bootstrap interval; the percentile interval where BCa is undefined (a
+    resample statistic that is NaN, or a degenerate jackknife)."""
+    import warnings
+
+    import numpy as np
+    from scipy import stats
+
+    low = high = float("nan")
+    batch = max(1, min(BOOTSTRAP_RESAMPLES, BOOTSTRAP_CELLS // max(1, len(data[0]))))  # bounded memory at any size
+    for method in ("BCa", "percentile"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with np.errstate(all="ignore"):
+                found = stats.bootstrap(data, statistic, paired=True, vectorized=True, confidence_level=1 - alpha,
+                                        n_resamples=BOOTSTRAP_RESAMPLES, method=method, random_state=random_state,
+                                        batch=batch)  # fmt: skip
+        low, high = float(found.confidence_interval.low), float(found.confidence_interval.high)
+        if math.isfinite(low) and math.isfinite(high):
+            break
+    return low, high
+
+
+def mean_interval(values: Sequence[float], alpha: float = 0.05, random_state: int = BOOTSTRAP_SEED,
+                  unit: str = "task", groups: Sequence[str] | None = None) -> dict[str, Any]:  # fmt: skip
+    """The mean of ``values`` and its 1 − alpha interval, a seeded BCa bootstrap over the values
+    (or, with ``groups``, over the groups, each resampled whole: the mean per value with a task's
+    runs kept together). Returns ``mean``, ``interval`` ([low, high] or None), ``n`` (units),
+    ``note``, ``method``; one unit: no interval, "n/a: one {unit}"."""
+    found = ratio_interval(values, [1.0] * len(values), alpha, random_state, unit, groups)
+    found["mean"] = found.pop("estimate")
+    found["method"] = found["method"].replace("ratio of the sums", "mean per value")
+    if groups is not None:
+        found["values"] = len(values)
+    return found
+
+
+def distribution(values: Sequence[float], alpha: float = 0.05, random_state: int = BOOTSTRAP_SEED,
+                 unit: str = "run", groups: Sequence[str] | None = None) -> dict[str, Any]:  # fmt: skip
+    """A cost distribution: ``n`` values, their ``mean``, ``sd`` (n − 1; None below two values),
+    ``median``, ``p10`` and ``p90`` (numpy's linear percentiles), and the 1 − alpha ``interval`` of the
+    mean from :func:`mean_interval`, resampling ``unit``s: the values, or the ``groups`` when given
+    (``interval_over`` and ``interval_n`` say which and how many)."""
+    import numpy as np
+
+    data = np.array(_floats(values), dtype=float)
+    found = mean_interval(values, alpha, random_state, unit, groups)
+    out: dict[str, Any] = {"n": len(data), "mean": found["mean"], "sd": None, "median": None, "p10": None, "p90": None,
+                           "interval": found["interval"], "interval_over": found["unit"], "interval_n": found["n"],
+                           "alpha": alpha, "note": found["note"], "method": found["method"]}  # fmt: skip
+    if len(data):
+        p10, median, p90 = (float(v) for v in np.percentile(data, [10, 50, 90]))
+        out.update(median=median, p10=p10, p90=p90, sd=float(np.std(data, ddof=1)) if len(data) > 1 else None)
+    return out
+
+
+def paired_difference(a: Sequence[float], b: Sequence[float], alpha: float = 0.05, unit: str = "task",
+                      bounds: tuple[float, float] | None = None) -> dict[str, Any]:  # fmt: skip
+    """Δ = mean(b − a) over paired units and its 1 − alpha Student's t interval (``scipy.stats.t``
+    with n − 1 degrees of freedom and the standard error of the differences), cut to ``bounds``
+    when the difference cannot leave them (a rate's: [−1, 1]). Returns ``delta``, ``interval``
+    ([low, high] or None), ``n``, ``note``, ``method``. One unit: no interval ("n/a: one task");
+    every difference equal: [Δ, Δ], said in ``note``."""
+    from scipy import stats
+
+    if len(a) != len(b):
+        raise ValueError("a and b must be paired: one value each per unit")
+    d = [float(y) - float(x) for x, y in zip(a, b)]
+    n = len(d)
+    out: dict[str, Any] = {"delta": sum(d) / n if n else None, "interval": None, "n": n, "unit": plural(unit),
+                           "alpha": alpha, "note": no_interval(n, unit), "method": PAIRED_T.format(unit=unit)}  # fmt: skip
+    if n < 2:
+        return out
+    delta = out["delta"]
+    sd = math.sqrt(sum((x - delta) ** 2 for x in d) / (n - 1))
+    if sd <= TIE:
+        out["interval"] = [delta, delta]
+        out["note"] = f"no spread: each of the {n} {plural(unit)} moved by the same amount"
+        return out
+    low, high = (float(x) for x in stats.t.interval(1 - alpha, n - 1, loc=delta, scale=sd / math.sqrt(n)))
+    if bounds is not None:
+        low, high = max(float(bounds[0]), low), min(float(bounds[1]), high)
+    out["interval"] = [low, high]
+    return out
+
+
+def pass_at_k_interval(counts: Sequence[tuple[int, int]], k: int, alpha: float = 0.05,
+                       random_state: int = BOOTSTRAP_SEED) -> dict[str, Any]:  # fmt: skip
+    """pass@k over tasks and its 1 − alpha interval: the unbiased estimator (Chen et al. 2021,
+    :func:`.ab.pass_at_k`) per task from its (samples n, passes c), averaged over the tasks where
+    n >= k, and a seeded BCa bootstrap over those tasks (:func:`mean_interval`). Returns ``k``,
+    ``estimate``, ``interval``, ``tasks`` (used), ``undefined`` (tasks with fewer than k samples),
+    ``note``, ``method``."""
+
+    per_task = [pass_at_k(n, c, k) for n, c in counts]
+    defined = [p for p in per_task if p is not None]
+    found = mean_interval(defined, alpha, random_state, "task")
+    return {"k": k, "estimate": found["mean"], "interval": found["interval"], "tasks": found["n"],
+            "undefined": len(per_task) - len(defined), "alpha": alpha, "note": found["note"],
+            "method": found["method"].replace("mean per value", "mean of the per-task unbiased estimates")}  # fmt: skip
+
+
+def cost_distributions(runs: Sequence[tuple[str, Mapping[str, Any] | None]], alpha: float = 0.05,
+                       random_state: int = BOOTSTRAP_SEED,
+                       quantities: Sequence[str] = COST_QUANTITIES) -> dict[str, dict[str, Any]]:  # fmt: skip
+    """Per cost quantity (dollars, CPU-s, wall time, tokens, calls), the :func:`distribution` of its
+    per-run values over ``runs`` ((task id, cost) pairs), the interval of the mean a bootstrap over
+    tasks (a task's runs resampled together). A run whose harness did not report the quantity is
+    left out and counted in ``unknown``: never a made-up zero."""
+    out = {}
+    for field in quantities:
+        known = [(task, float(cost[field])) for task, cost in runs if cost and cost.get(field) is not None]
+        found = distribution([v for _, v in known], alpha, random_state, "task", [t for t, _ in known])
+        found["unknown"] = len(runs) - len(known)
+        out[field] = found
+    return out

@@ -1,7 +1,9 @@
 """``objective-score ab report``: one comparison as Markdown and a self-contained HTML page.
 
 Two plots (matplotlib, drawn off-screen and embedded as PNG data): each arm's resolve rate
-per seed with its interval, and cost against resolve rate. One comparison is one benchmark
+per seed with its interval, and cost against resolve rate with 95% error bars on both axes
+(the cost bar from the recorded per-run cost distribution, :func:`cost_bars`). pass@k is
+printed with its interval (:func:`pass_at_k_intervals`). One comparison is one benchmark
 in one metric space: the report never averages it with anything else.
 """
 
@@ -43,16 +45,78 @@ def _plots(output: Mapping[str, Any]) -> dict[str, bytes]:
     axes.set_title("resolve rate per seed, with the arms' intervals")
     images["resolve_rates.png"] = _png(figure, plt)
     figure, axes = plt.subplots(figsize=(6.4, 3.6))
+    bars = cost_bars(output)
     for arm in record["arms"]:
-        dollars = arm["cost"]["dollars"]
-        per_seed = dollars / len(record["seeds"]) if dollars is not None else float("nan")
-        axes.plot([per_seed], [arm["mean"]], "o", markersize=9)
-        axes.annotate(arm["name"], (per_seed, arm["mean"]), textcoords="offset points", xytext=(6, 6))
+        bar = bars[arm["name"]]
+        x, (x_low, x_high) = bar["dollars_per_seed"], bar["dollars_interval"] or (None, None)
+        y, (y_low, y_high) = arm["mean"], arm["confidence_interval"]
+        x_err = [[max(0.0, x - x_low)], [max(0.0, x_high - x)]] if x is not None and x_low is not None else None
+        axes.errorbar([x if x is not None else float("nan")], [y], xerr=x_err, yerr=[[max(0.0, y - y_low)], [max(0.0, y_high - y)]],
+                      fmt="o", markersize=9, capsize=4)  # fmt: skip
+        axes.annotate(arm["name"], (x if x is not None else float("nan"), y), textcoords="offset points", xytext=(6, 6))
     axes.set_xlabel("dollars per seed (all tasks)")
     axes.set_ylabel("mean resolve rate")
-    axes.set_title("cost against resolve rate")
+    missing = [name for name, bar in bars.items() if bar["dollars_interval"] is None]
+    axes.set_title("cost against resolve rate, 95% intervals" + (f" (no cost interval: {', '.join(missing)})" if missing else ""),
+                   fontsize="medium")  # fmt: skip
     images["cost_vs_resolve.png"] = _png(figure, plt)
     return images
+
+
+def cost_bars(output: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per arm, the cost plot's point and error bars: dollars per seed and its 95% interval. With a
+    recorded per-run distribution of the dollars (``details["cost_distribution"][arm]["dollars"]``,
+    :func:`.ab_inference.cost_distributions`: a bootstrap over tasks) that knows every run's dollars,
+    both are its mean per run and interval times the tasks a seed runs (the same number as the arm's
+    dollars over its seeds); otherwise the point is the arm's dollars over its seeds with no bar, and
+    ``why`` says why. The resolve rate's bar is the arm's own interval."""
+    record, details = output["record"], output["details"]
+    seeds, tasks = len(record["seeds"]), details["tasks"]
+    recorded = details.get("cost_distribution") or {}
+    bars = {}
+    for arm in record["arms"]:
+        dollars = arm["cost"]["dollars"]
+        found = (recorded.get(arm["name"]) or {}).get("dollars")
+        bar: dict[str, Any] = {"dollars_per_seed": dollars / seeds if dollars is not None and seeds else None,
+                               "dollars_interval": None, "why": "no per-run cost distribution recorded with the comparison"}  # fmt: skip
+        if found and found.get("unknown"):
+            bar["why"] = f"dollars unknown for {found['unknown']} run(s)"
+        elif found and found.get("interval") is None:
+            bar["why"] = found.get("note") or "no interval"
+        elif found and dollars is not None:
+            bar.update(dollars_per_seed=found["mean"] * tasks, why=None,
+                       dollars_interval=[found["interval"][0] * tasks, found["interval"][1] * tasks])
+        bars[arm["name"]] = bar
+    return bars
+
+
+def pass_at_k_intervals(output: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per arm and k, pass@k with its 95% interval: ``details["pass_at_k_intervals"]`` when the
+    comparison recorded them, else the same computation from the recorded per-task counts
+    (:func:`.ab_inference.pass_at_k_interval`: the unbiased estimator per task, a seeded bootstrap
+    over tasks), so the report and the JSON agree."""
+    from .ab_inference import pass_at_k_interval
+
+    record, details = output["record"], output["details"]
+    if details.get("pass_at_k_intervals"):
+        return dict(details["pass_at_k_intervals"])
+    seeds = len(record["seeds"])
+    alpha = (details.get("test") or {}).get("alpha", 0.05)
+    out: dict[str, dict[str, Any]] = {}
+    for arm, values in details["pass_at_k"].items():
+        counts = [(seeds, int(c)) for c in (details.get("per_task_resolved_seeds") or {}).get(arm, {}).values()]
+        out[arm] = {name: pass_at_k_interval(counts, int(name.split("@", 1)[1]), alpha) for name in values}
+    return out
+
+
+def _interval_text(found: Mapping[str, Any] | None, spec: str) -> str:
+    """" [low, high]" or " (n/a: one task)"; nothing without a record."""
+    if not found:
+        return ""
+    if found.get("interval") is None:
+        return f" ({found.get('note') or 'n/a'})"
+    low, high = found["interval"]
+    return f" [{format(low, spec)}, {format(high, spec)}]"
 
 
 def _png(figure: Any, plt: Any) -> bytes:
@@ -67,6 +131,7 @@ def markdown(output: Mapping[str, Any], images: Mapping[str, str] | None = None)
     record, details = output["record"], output["details"]
     result, test = record["result"], details["test"]
     kinds = {a["name"]: a["kind"] for a in details["arm_kinds"]}
+    intervals = pass_at_k_intervals(output)
     lines = [
         f"# A/B comparison: {output['name']}",
         "",
@@ -123,23 +188,61 @@ def markdown(output: Mapping[str, Any], images: Mapping[str, str] | None = None)
         f"- recommendation: **{result['recommendation']}** — {details['recommendation_because']}",
         *[f"- not admissible: {reason}" for reason in details["inadmissible_because"]],
         "",
-        "pass@k (unbiased estimator over the seeds as samples per task): "
-        + "; ".join(f"{arm}: " + ", ".join(f"{k} {_num(v, '.1%')}" for k, v in values.items())
+        "pass@k (unbiased estimator over the seeds as samples per task; 95% interval: a seeded bootstrap over tasks): "
+        + "; ".join(f"{arm}: " + ", ".join(f"{k} {_num(v, '.1%')}{_interval_text(intervals.get(arm, {}).get(k), '.1%')}"
+                                           for k, v in values.items())
                     for arm, values in details["pass_at_k"].items()),  # fmt: skip
         "",
+        *_cost_lines(details),
     ]
     family = details.get("family") or {}
     if family.get("members"):
         lines += [f"## Every experiment on this change ({family['experiments']})", "",
                   f"{family['correction']}. Nulls and rejections are listed: a claim counts them all.", "",
-                  "| experiment | benchmark | status | delta | recommendation | p | Holm p |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+                  "| experiment | benchmark | status | delta [interval] | recommendation | p | Holm p |", "|---|---|---|---|---|---|---|"]  # fmt: skip
         for member in family["members"]:
-            lines.append(f"| {member['name']} | `{member['benchmark']}` | {member['status']} | {_num(member['delta'], '+.1%')} | "
-                         f"{member['recommendation'] or '-'} | {_num(member['p_value'], '.4g')} | {member['holm_p_value']:.4g} |")
+            lines.append(f"| {member['name']} | `{member['benchmark']}` | {member['status']} | {_num(member['delta'], '+.1%')}"
+                         f"{_member_interval(member, details, output.get('name'))} | {member['recommendation'] or '-'} | "
+                         f"{_num(member['p_value'], '.4g')} | {member['holm_p_value']:.4g} |")  # fmt: skip
         lines.append("")
     if images:
         lines += ["## Plots", "", *[f"![{name}]({src})" for name, src in images.items()], ""]
     return "\n".join(lines)
+
+
+def _member_interval(member: Mapping[str, Any], details: Mapping[str, Any], name: Any) -> str:
+    """A family member's delta interval: its own (``member["interval"]``, the primary test's, when the
+    family records it), this comparison's own test interval for this comparison, else why there is none."""
+    interval = member.get("interval")
+    if interval is None and member.get("name") == name:
+        interval = (details.get("test") or {}).get("interval")
+    if member.get("delta") is None:
+        return ""
+    if interval is None:
+        return " (interval not recorded)"
+    return f" [{interval[0]:+.1%}, {interval[1]:+.1%}]"
+
+
+QUANTITIES = (("dollars", "dollars", ".4g"), ("cpu", "CPU s", ".4g"), ("wall_time", "wall s", ".4g"),
+              ("tokens", "tokens", ".6g"), ("calls", "calls", ".4g"))  # fmt: skip
+
+
+def _cost_lines(details: Mapping[str, Any]) -> list[str]:
+    """The per-run cost distribution of each arm (mean, its 95% interval, sd, median, p10, p90), when
+    the comparison recorded one (``details["cost_distribution"]``)."""
+    recorded = details.get("cost_distribution") or {}
+    if not recorded:
+        return []
+    lines = ["## Cost per run (distribution over runs; 95% interval of the mean: a bootstrap over tasks)", "",
+             "| arm | quantity | runs | mean [interval] | sd | median | p10 | p90 | unknown |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for arm, quantities in recorded.items():
+        for name, label, spec in QUANTITIES:
+            found = quantities.get(name)
+            if found:
+                lines.append(f"| {arm} | {label} | {found['n']} | {_num(found['mean'], spec)}{_interval_text(found, spec)} | "
+                             f"{_num(found['sd'], spec)} | {_num(found['median'], spec)} | {_num(found['p10'], spec)} | "
+                             f"{_num(found['p90'], spec)} | {found.get('unknown', 0)} |")  # fmt: skip
+    return [*lines, ""]
 
 
 def access_text(details: Mapping[str, Any]) -> str:

@@ -15,7 +15,9 @@ the record in ``breakdown``.
 :func:`summarize` turns graded runs into the per-harness report of ``objective-score
 costs``: the resolve rate, resolves per dollar / per 1,000 tokens / per wall-clock
 hour / per CPU-second, and a ranking by cost-resolve Pareto layer, so that equal
-resolve rates at different costs are never ranked equal.
+resolve rates at different costs are never ranked equal. Every number has its
+uncertainty beside it (:func:`uncertainty`): the distribution of each per-run cost
+(mean, sd, median, p10, p90) and 95% intervals, from :mod:`.ab_inference`.
 
 Pure functions; this module never imports pytest.
 """
@@ -26,6 +28,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any, Final, Iterable, Mapping, Sequence
 
@@ -51,6 +54,7 @@ __all__ = [
     "runs_from_entries",
     "shown",
     "summarize",
+    "uncertainty",
 ]
 
 COST_FIELDS: Final = ("tokens", "calls", "cpu", "wall_time", "dollars")
@@ -356,6 +360,7 @@ class HarnessSummary:
     rank: int = 0
     pareto_layer: int = 0
     dominated_by: tuple[str, ...] = ()
+    uncertainty: Mapping[str, Any] = dataclass_field(default_factory=dict)
 
     @property
     def resolve_rate(self) -> float | None:
@@ -381,6 +386,7 @@ class HarnessSummary:
             "totals": dict(self.totals),
             "ratios": dict(self.ratios),
             "notes": list(self.notes),
+            "uncertainty": dict(self.uncertainty),
         }
 
 
@@ -465,7 +471,41 @@ def _summary(harness: str, runs: Sequence[RunCost]) -> HarnessSummary:
         "resolves_per_cpu_second": _per(resolved, totals["cpu"]),
         "dollars_per_resolve": (totals["dollars"] / resolved) if resolved and totals["dollars"] is not None else None,
     }
-    return HarnessSummary(harness, len(counted), resolved, infra, totals, ratios, tuple(notes))
+    return HarnessSummary(harness, len(counted), resolved, infra, totals, ratios, tuple(notes),
+                          uncertainty=uncertainty(counted, totals))
+
+
+ALPHA: Final = 0.05  # every interval of the costs report is a 95% one
+RATIO_SCALES: Final = (("resolves_per_dollar", "dollars", 1.0), ("resolves_per_1k_tokens", "tokens", 1000.0),
+                       ("resolves_per_wall_hour", "wall_time", 3600.0), ("resolves_per_cpu_second", "cpu", 1.0))  # fmt: skip
+
+
+def uncertainty(runs: Sequence[RunCost], totals: Mapping[str, float | int | None]) -> dict[str, Any]:
+    """The uncertainty of every number of a harness's row (spec 5.4, issue 29): the resolve rate's
+    Wilson interval over its runs; per cost quantity (dollars, CPU-s, wall time, tokens, calls) the
+    distribution of the per-run values (mean, sd, median, p10, p90) and a 95% interval of the mean,
+    a seeded bootstrap over tasks (a task's runs resampled together); and each resolves-per-cost
+    ratio's interval from the same bootstrap (only where the ratio itself is known). Pure:
+    :mod:`.ab_inference` computes every interval."""
+    from .ab_inference import arm_interval, cost_distributions, no_interval
+    from .ab_inference import ratio_interval as ratio_of
+
+    n = len(runs)
+    rate: dict[str, Any] = {"n": n, "unit": "runs", "interval": None, "note": no_interval(n, "run"),
+                            "method": "Wilson score interval over the runs (scipy.stats.norm)"}  # fmt: skip
+    if n:
+        rate["interval"] = list(arm_interval(sum(r.resolved for r in runs) / n, n, ALPHA))
+        rate["note"] = None
+    tasks = [r.instance_id for r in runs]
+    ratios: dict[str, Any] = {}
+    for name, quantity, scale in RATIO_SCALES:
+        if totals.get(quantity) is None or not totals[quantity]:
+            continue
+        found = ratio_of([float(r.resolved) for r in runs], [float(r.cost[quantity]) / scale for r in runs],
+                               ALPHA, unit="task", groups=tasks)  # fmt: skip
+        ratios[name] = found
+    return {"alpha": ALPHA, "resolve_rate": rate, "per_run": cost_distributions([(r.instance_id, r.cost) for r in runs], ALPHA),
+            "ratios": ratios}  # fmt: skip
 
 
 def _dominates(a: HarnessSummary, b: HarnessSummary) -> bool:
@@ -489,7 +529,8 @@ def _unranked(summaries: list[HarnessSummary]) -> list[HarnessSummary]:
     """Runs without a benchmark label may come from different benchmarks: listed, never ranked."""
     return [HarnessSummary(s.harness, s.runs, s.resolved, s.infrastructure_failures, s.totals, s.ratios,
                            (*s.notes, "no benchmark label: these runs may mix benchmarks, so they are not ranked "
-                            "(label them with --benchmark)"), rank=0, pareto_layer=0) for s in summaries]  # fmt: skip
+                            "(label them with --benchmark)"), rank=0, pareto_layer=0, uncertainty=s.uncertainty)
+            for s in summaries]  # fmt: skip
 
 
 def summarize(runs: Iterable[RunCost]) -> list[HarnessSummary]:
@@ -544,6 +585,7 @@ def summarize(runs: Iterable[RunCost]) -> list[HarnessSummary]:
         dominators = tuple(o.harness for o in summaries if _dominates(o, s))
         ranked.append(
             HarnessSummary(s.harness, s.runs, s.resolved, s.infrastructure_failures, s.totals, s.ratios, s.notes,
-                           rank=rank, pareto_layer=layers[s.harness], dominated_by=dominators)  # fmt: skip
+                           rank=rank, pareto_layer=layers[s.harness], dominated_by=dominators,
+                           uncertainty=s.uncertainty)  # fmt: skip
         )
     return ranked

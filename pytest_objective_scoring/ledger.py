@@ -15,6 +15,10 @@ with a ``seal`` row, ``{"through": SEQ, "mac": HMAC-SHA256(key, "SEQ:HASH")}`` o
 Once a ledger holds a seal, a writer without the key (or with another key) is refused, and
 :func:`verify` with the key names every row no valid seal covers: rows appended without the key.
 
+Why over 800 lines: the writer (its transactions, seals and whole-or-nothing creation) and
+:func:`verify` must agree byte for byte on what a row, a hash and a seal are; kept in one module,
+a change to one is read beside the other.
+
 This module never imports pytest.
 """
 

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, cast
 
 from . import nesting
-from .ab import pass_at_k
+from .ab_inference import pass_at_k
 from .sets import Cutoff, _parse_instant
 
 __all__ = [

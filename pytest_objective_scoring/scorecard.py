@@ -17,8 +17,9 @@ none is ever read from the harness's opinion of itself. A metric that cannot be
 computed (no gold patch, no retrieval order, no re-runs) is ``None`` (JSON ``null``),
 never a guess. What each value was computed from lives beside the record, in
 ``details``. :func:`diff` compares two sets of scorecards stage by stage, paired on the
-tasks both have, and credits a gain only to a stage that improved. Pure functions; this
-module never imports pytest.
+tasks both have, gives every change its 95% interval over those tasks and the number of
+tasks it rests on, and credits each task's gain in resolution only to the stages that
+improved on that task (:func:`credit`). Pure functions; this module never imports pytest.
 """
 
 from __future__ import annotations
@@ -41,8 +42,14 @@ __all__ = [
     "Structure",
     "Testing",
     "build_scorecard",
+    "credit",
     "diff",
+    "mean_intervals",
     "obligations_of",
+    "show_change",
+    "show_change_interval",
+    "show_delta",
+    "show_interval",
     "target_rank",
 ]
 
@@ -347,6 +354,10 @@ class ScorecardError(ValueError):
 
 STAGES: Final = ("localization", "planning", "patching", "structure", "testing")
 SHOWN_TASKS: Final = 10  # task ids named in the sentence; the JSON lists them all
+ALPHA: Final = 0.05  # every interval the scorecard prints is a 95% one
+TIE: Final = 1e-12  # a change this small is float noise, not a move
+PAIRED_METHOD: Final = ("intervals of each change over the paired tasks: Student's t over the per-task differences "
+                        "(scipy.stats.t); none on one task")  # fmt: skip
 
 
 def _task_means(cards: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float | None]]:
@@ -357,14 +368,73 @@ def _task_means(cards: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float
     return {task: means(runs) for task, runs in by_task.items()}
 
 
+def _both(a: Mapping[str, Mapping[str, float | None]], b: Mapping[str, Mapping[str, float | None]],
+          tasks: Sequence[str], metric: str) -> list[str]:  # fmt: skip
+    """The tasks (of ``tasks``) where both sides have ``metric``."""
+    return [task for task in tasks if a[task][metric] is not None and b[task][metric] is not None]
+
+
 def _paired_mean(a: Mapping[str, Mapping[str, float | None]], b: Mapping[str, Mapping[str, float | None]],
                  tasks: Sequence[str], metric: str) -> tuple[float | None, float | None, int]:  # fmt: skip
     """A metric's means on A and on B over the same tasks: the paired tasks where both sides have it."""
-    both = [task for task in tasks if a[task][metric] is not None and b[task][metric] is not None]
+    both = _both(a, b, tasks, metric)
     if not both:
         return None, None, 0
     return (sum(a[task][metric] or 0.0 for task in both) / len(both),
             sum(b[task][metric] or 0.0 for task in both) / len(both), len(both))  # fmt: skip
+
+
+def _bounded(metric: str) -> bool:
+    """A share (of runs or of items): its change lies in [-1, 1] and is shown in percentage points."""
+    return metric in RATES or metric in ("end_to_end.resolved", "end_to_end.robustness")
+
+
+def _paired_change(a: Mapping[str, Mapping[str, float | None]], b: Mapping[str, Mapping[str, float | None]],
+                   tasks: Sequence[str], metric: str) -> dict[str, Any]:  # fmt: skip
+    """A metric over the ``tasks`` where both sides have it: ``a`` and ``b`` (means), ``tasks`` (how
+    many), and the change with its interval over those tasks (:func:`.ab_inference.paired_difference`:
+    Student's t over the paired per-task differences; none on one task)."""
+    from .ab_inference import paired_difference
+
+    both = _both(a, b, tasks, metric)
+    found = paired_difference([a[t][metric] or 0.0 for t in both], [b[t][metric] or 0.0 for t in both], ALPHA,
+                              "task", (-1.0, 1.0) if _bounded(metric) else None)  # fmt: skip
+    va, vb, count = _paired_mean(a, b, tasks, metric)
+    return {"metric": metric, "a": va, "b": vb, "tasks": count, "delta": found["delta"], "interval": found["interval"],
+            "note": found["note"], "method": found["method"]}  # fmt: skip
+
+
+def show_change(metric: str, value: float | None) -> str:
+    """A change of ``metric`` as printed: a share's in percentage points ("+80.0 points"), a count's as is."""
+    if value is None:
+        return "n/a"
+    return f"{value * 100:+.1f} points" if _bounded(metric) else f"{value:+.4g}"
+
+
+def _no_spread(found: Mapping[str, Any]) -> bool:
+    return "no spread" in str(found.get("note") or "")
+
+
+def show_change_interval(metric: str, found: Mapping[str, Any]) -> str:
+    """A change's interval as printed ("[+24.5, +100.0]", with "no spread" when every task moved by
+    the same amount), or why there is none ("n/a: one task")."""
+    if found.get("interval") is None:
+        return str(found.get("note") or "n/a")
+    low, high = (show_change(metric, v).removesuffix(" points") for v in found["interval"])
+    return f"[{low}, {high}]" + (", no spread" if _no_spread(found) else "")
+
+
+def show_delta(metric: str, found: Mapping[str, Any]) -> str:
+    """A change with its uncertainty, as the sentence prints it: "+80.0 points, 95% CI [+24.5,
+    +100.0], 5 tasks" (a share's change in percentage points), "+1, n/a: one task"."""
+    if found.get("delta") is None:
+        return "n/a"
+    text = show_change(metric, found["delta"])
+    if found.get("interval") is None:
+        return f"{text}, {found.get('note') or 'n/a'}"
+    low, high = (show_change(metric, v).removesuffix(" points") for v in found["interval"])
+    tasks = found.get("tasks", found.get("n"))
+    return f"{text}, {1 - ALPHA:.0%} CI [{low}, {high}], {tasks} tasks" + (", no spread" if _no_spread(found) else "")
 
 
 def _named(tasks: Sequence[str]) -> str:
@@ -387,16 +457,19 @@ def diff(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> dict
     The comparison is paired: only the tasks both sides have are compared, each task weighing the
     same on both sides (its runs averaged first), and a metric over the tasks where both sides have
     it; the tasks only one side has are dropped and named (``pairing``). No task in common is a
-    :class:`ScorecardError`. A metric moved when its mean differs.
+    :class:`ScorecardError`. A metric moved when its mean differs. Every change (``delta``) carries
+    its 95% interval over the paired tasks (Student's t over the per-task differences, ``method``)
+    and the number of tasks it rests on; one task has none (``note``: "n/a: one task").
 
-    The attribution credits a stage only with what it did: a stage improved when one of its metrics
-    got better and none got worse. When ``end_to_end.resolved`` rose, the gain is credited to the
-    earliest stage that improved, and when none did, the sentence says that no stage explains it (a
-    stage that got worse is never credited); a fall is charged to the earliest stage that got worse
-    in the same way. When it stayed flat while a stage improved, the gain is held by a later stage:
-    the lowest rate, after the change, among the stages after the gain that did not gain too (the
-    bottleneck), or, when every one of them is at 100%, by the fix itself (everything upstream is
-    right and the tests still fail).
+    The attribution is made task by task (:func:`credit`): a task whose resolution rose is credited
+    to the stages that improved on that task (a metric of the stage better there, none worse), and
+    only to them; a task whose resolution fell is charged to the stages that got worse on it. Per
+    stage, the tasks credited and the change of its metrics on those tasks; a gain (or loss) on tasks
+    where no stage moved that way is said to be unattributed. A stage that moved only on tasks whose
+    resolution did not move is never credited. When no task's resolution moved while a stage
+    improved, the gain is held by a later stage: the lowest rate, after the change, among the stages
+    after the gain that did not gain too (the bottleneck), or, when every one of them is at 100%, by
+    the fix itself (everything upstream is right and the tests still fail).
     """
     per_a, per_b = _task_means(a), _task_means(b)
     paired = [task for task in per_a if task in per_b]
@@ -411,24 +484,99 @@ def diff(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> dict
     runs_compared = {"a": sum(str(c["task_id"]) in shared for c in a), "b": sum(str(c["task_id"]) in shared for c in b)}
     rows: list[dict[str, Any]] = []
     for metric, direction in METRICS:
-        va, vb, count = _paired_mean(per_a, per_b, paired, metric)
-        moved = va is not None and vb is not None and abs(vb - va) > 1e-12
-        better = moved and (vb - va) * direction > 0  # type: ignore[operator]
-        rows.append({"metric": metric, "a": va, "b": vb, "tasks": count, "moved": moved,
-                     "change": ("better" if better else "worse") if moved else ("flat" if va is not None and vb is not None else "n/a")})  # fmt: skip
-    economics = []
-    for field in ECONOMICS:
-        va, vb, count = _paired_mean(per_a, per_b, paired, f"economics.{field}")
-        economics.append({"metric": f"economics.{field}", "a": va, "b": vb, "tasks": count})
+        found = _paired_change(per_a, per_b, paired, metric)
+        va, vb = found["a"], found["b"]
+        moved = va is not None and vb is not None and abs(vb - va) > TIE
+        better = moved and (vb - va) * direction > 0
+        rows.append({"metric": metric, "a": va, "b": vb, "tasks": found["tasks"], "moved": moved,
+                     "change": ("better" if better else "worse") if moved else ("flat" if va is not None and vb is not None else "n/a"),
+                     "delta": found["delta"], "interval": found["interval"], "note": found["note"],
+                     "method": found["method"]})  # fmt: skip
+    economics = [_paired_change(per_a, per_b, paired, f"economics.{field}") for field in ECONOMICS]
     note = _pairing_note(paired, only_a, only_b, runs_compared)
     after: dict[str, float | None] = {row["metric"]: row["b"] for row in rows}
+    credited = credit(per_a, per_b, paired)
     return {"runs": {"a": len(a), "b": len(b)},
             "pairing": {"tasks": len(paired), "paired": paired, "runs_compared": runs_compared,
                         "dropped": {"a": {"tasks": only_a, "runs": len(a) - runs_compared["a"]},
                                     "b": {"tasks": only_b, "runs": len(b) - runs_compared["b"]}},
                         "note": note},
-            "metrics": rows, "economics": economics, "stages": _stages(rows),
-            "attribution": f"{note}: {_attribute(rows, after)}"}  # fmt: skip
+            "alpha": ALPHA, "interval": f"{1 - ALPHA:.0%} " + PAIRED_METHOD,
+            "metrics": rows, "economics": economics, "stages": _stages(rows), "credit": credited,
+            "attribution": f"{note}: {_attribute(rows, after, credited)}"}  # fmt: skip
+
+
+
+def _move(a: Mapping[str, float | None], b: Mapping[str, float | None], metric: str, direction: int) -> str:
+    """How one metric moved on one task: ``better``, ``worse``, ``flat``, or ``n/a`` (a side lacks it)."""
+    va, vb = a[metric], b[metric]
+    if va is None or vb is None:
+        return "n/a"
+    if abs(vb - va) <= TIE:
+        return "flat"
+    return "better" if (vb - va) * direction > 0 else "worse"
+
+
+def _stage_move(a: Mapping[str, float | None], b: Mapping[str, float | None], stage: str) -> str:
+    """How a stage moved on one task: ``improved`` (a metric better, none worse), ``worse``, ``mixed``,
+    ``flat`` or ``n/a``; the same rule as :func:`_stages`, on that task alone."""
+    changes = {_move(a, b, metric, direction) for metric, direction in METRICS if metric.split(".")[0] == stage}
+    if "better" in changes and "worse" in changes:
+        return "mixed"
+    if "better" in changes:
+        return "improved"
+    if "worse" in changes:
+        return "worse"
+    return "flat" if "flat" in changes else "n/a"
+
+
+def credit(a: Mapping[str, Mapping[str, float | None]], b: Mapping[str, Mapping[str, float | None]],
+           tasks: Sequence[str]) -> dict[str, Any]:  # fmt: skip
+    """Each task's change in resolution, credited only to the stages that moved on that task in its
+    direction: a task that gained (its resolve rate rose) to every stage that improved on it, a task
+    that lost to every stage that got worse on it (so a stage shares the credit of a task only with
+    the other stages that moved there, and never gets a task where it did not move).
+
+    ``a`` and ``b`` are the per-task means of each side. Returns ``gained`` and ``lost`` (task ids),
+    ``stages`` (per stage: ``gained`` and ``lost``, the tasks credited or charged; ``on_gained`` and
+    ``on_lost``, the change of each of its metrics that moved on those tasks, over those tasks, with
+    its interval; ``moved_elsewhere``, the tasks where it moved whose resolution did not move that
+    way), ``unattributed`` (the tasks that gained, or lost, with no stage moving that way on them),
+    ``nothing_moved`` (of those, the ones where no stage moved at all) and ``by_task`` (how each stage
+    moved on each task that gained or lost)."""
+    resolved = "end_to_end.resolved"
+    gained = [t for t in tasks if _move(a[t], b[t], resolved, 1) == "better"]
+    lost = [t for t in tasks if _move(a[t], b[t], resolved, 1) == "worse"]
+    moves = {t: {stage: _stage_move(a[t], b[t], stage) for stage in STAGES} for t in tasks}
+    stages: dict[str, Any] = {}
+    for stage in STAGES:
+        won = [t for t in gained if moves[t][stage] == "improved"]
+        charged = [t for t in lost if moves[t][stage] == "worse"]
+        elsewhere = [t for t in tasks if moves[t][stage] in ("improved", "worse", "mixed") and t not in won and t not in charged]
+        stages[stage] = {"gained": won, "lost": charged, "on_gained": _on(a, b, won, stage),
+                         "on_lost": _on(a, b, charged, stage), "moved_elsewhere": elsewhere}  # fmt: skip
+
+    def still(group: Sequence[str], way: str) -> list[str]:
+        return [t for t in group if all(moves[t][stage] != way for stage in STAGES)]
+
+    def quiet(group: Sequence[str]) -> list[str]:
+        return [t for t in group if all(moves[t][stage] in ("flat", "n/a") for stage in STAGES)]
+
+    unattributed = {"gained": still(gained, "improved"), "lost": still(lost, "worse")}
+    return {"gained": gained, "lost": lost, "stages": stages, "unattributed": unattributed,
+            "by_task": {t: moves[t] for t in (*gained, *lost)},
+            "nothing_moved": {kind: quiet(group) for kind, group in unattributed.items()},
+            "rule": "a task's change in resolution is credited only to the stages that moved on that task in its "
+                    "direction (improved for a gain, got worse for a loss)"}  # fmt: skip
+
+
+def _on(a: Mapping[str, Mapping[str, float | None]], b: Mapping[str, Mapping[str, float | None]],
+        tasks: Sequence[str], stage: str) -> list[dict[str, Any]]:  # fmt: skip
+    """The change of each metric of ``stage`` that moved on at least one of ``tasks``, over ``tasks``."""
+    if not tasks:
+        return []
+    return [_paired_change(a, b, tasks, metric) for metric, direction in METRICS if metric.split(".")[0] == stage
+            and any(_move(a[t], b[t], metric, direction) in ("better", "worse") for t in tasks)]  # fmt: skip
 
 
 def _stages(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
@@ -448,37 +596,68 @@ def _stages(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     return result
 
 
-def _attribute(rows: Sequence[Mapping[str, Any]], after: Mapping[str, float | None]) -> str:
+def _moved_text(row: Mapping[str, Any]) -> str:
+    """``metric A → B (change, interval, tasks)``."""
+    metric = row["metric"]
+    return f"{metric} {_show(metric, row['a'])} → {_show(metric, row['b'])} ({show_delta(metric, row)})"
+
+
+def _credit_text(credited: Mapping[str, Any], kind: str) -> list[str]:
+    """The sentence's clauses for the tasks that gained (``kind`` "gained") or lost ("lost")."""
+    tasks = credited[kind]
+    if not tasks:
+        return []
+    gain = kind == "gained"
+    what, verb, way = ("gain", "credited", "improved") if gain else ("loss", "charged", "got worse")
+    stages = credited["stages"]
+    named = [(stage, stages[stage][kind], stages[stage]["on_" + kind]) for stage in STAGES if stages[stage][kind]]
+    clauses = []
+    if named:
+        parts = [f"{stage} on {len(own)} of them ({_named(own)}: " + "; ".join(_moved_text(row) for row in on) + ")"
+                 for stage, own, on in named]  # fmt: skip
+        clauses.append(f"the {what} on {len(tasks)} task(s) ({_named(tasks)}) is {verb}, task by task, to the stages "
+                       f"that {way} on them: " + ", ".join(parts))  # fmt: skip
+    bare = credited["unattributed"][kind]
+    if bare:
+        clauses.append(f"no stage explains the {what} on {len(bare)} task(s) ({_named(bare)}): unattributed, no stage "
+                       f"{way} on them")  # fmt: skip
+    moves = credited["by_task"]
+    against = [f"{label}: {', '.join(found)}" for label in (("worse", "mixed") if gain else ("improved", "mixed"))
+               if (found := [stage for stage in STAGES if any(moves[t][stage] == label for t in tasks)])]  # fmt: skip
+    if against:
+        clauses.append(f"never {verb} (on those tasks {'; '.join(against)})")
+    idle = [f"{stage} ({_named(stages[stage]['moved_elsewhere'])})" for stage in STAGES
+            if stages[stage]["moved_elsewhere"] and not stages[stage][kind]
+            and not any(t in tasks for t in stages[stage]["moved_elsewhere"])]  # fmt: skip
+    if idle:
+        clauses.append(f"not {verb} (moved only on tasks whose resolution did not {'rise' if gain else 'fall'}): "
+                       + ", ".join(idle))  # fmt: skip
+    return clauses
+
+
+def _attribute(rows: Sequence[Mapping[str, Any]], after: Mapping[str, float | None], credited: Mapping[str, Any]) -> str:
     by_metric = {row["metric"]: row for row in rows}
     stages = _stages(rows)
     moved = [row for row in rows if row["moved"] and not row["metric"].startswith("end_to_end")]
     end = by_metric["end_to_end.resolved"]
-    phrase = "; ".join(f"{r['metric']} {_show(r['metric'], r['a'])} → {_show(r['metric'], r['b'])}" for r in moved)
+    phrase = "; ".join(_moved_text(r) for r in moved)
     improved = [stage for stage in STAGES if stages[stage] == "improved"]
-    worse = [stage for stage in STAGES if stages[stage] == "worse"]
-    mixed = [stage for stage in STAGES if stages[stage] == "mixed"]
+    if credited["gained"] or credited["lost"]:
+        head = _moved_text(end)
+        quiet = all(not credited["stages"][s]["gained"] and not credited["stages"][s]["lost"]
+                    and not credited["stages"][s]["moved_elsewhere"] for s in STAGES)  # fmt: skip
+        if quiet:
+            return f"{head}; no stage moved: the change is in the fix itself"
+        clauses = _credit_text(credited, "gained") + _credit_text(credited, "lost")
+        return f"{phrase + '; ' if phrase else ''}{head}: {'; '.join(clauses)}"
+    if not moved:
+        return "no stage moved"
 
     def listing(*groups: tuple[str, list[str]]) -> list[str]:
         return [f"{label}: {', '.join(names)}" for label, names in groups if names]
 
-    if end["moved"]:
-        head = f"end_to_end.resolved {_show('end_to_end.resolved', end['a'])} → {_show('end_to_end.resolved', end['b'])}"
-        if not moved:
-            return f"{head}; no stage moved: the change is in the fix itself"
-        if end["change"] == "better":
-            what, credit, earliest, none, candidates = ("gain", "credited to", "the earliest stage that improved",
-                                                        "no stage improved", improved)  # fmt: skip
-            others = listing(("worse", worse), ("mixed", mixed))
-        else:
-            what, credit, earliest, none, candidates = ("loss", "charged to", "the earliest stage that got worse",
-                                                        "no stage got worse", worse)  # fmt: skip
-            others = listing(("improved", improved), ("mixed", mixed))
-        if candidates:
-            return f"{phrase}; {head}: the {what} is {credit} {candidates[0]}, {earliest}" + (
-                f" ({'; '.join(others)})" if others else "")  # fmt: skip
-        return f"{phrase}; {head}: no stage explains the {what} ({'; '.join([none, *others])})"
-    if not moved:
-        return "no stage moved"
+    worse = [stage for stage in STAGES if stages[stage] == "worse"]
+    mixed = [stage for stage in STAGES if stages[stage] == "mixed"]
     if not improved:
         return f"{phrase}; end_to_end.resolved flat (no stage improved" + "".join(
             f"; {item}" for item in listing(("worse", worse), ("mixed", mixed))) + ")"  # fmt: skip
@@ -489,8 +668,36 @@ def _attribute(rows: Sequence[Mapping[str, Any]], after: Mapping[str, float | No
     if later:
         bottleneck = min(later, key=lambda m: after[m])  # type: ignore[arg-type,return-value]
         if (after[bottleneck] or 0.0) < 1.0:
-            row = by_metric[bottleneck]
-            return (f"{phrase}; end_to_end.resolved flat: the gain is held by a later stage "
-                    f"({bottleneck} {_show(bottleneck, row['a'])} → {_show(bottleneck, row['b'])})")  # fmt: skip
+            return f"{phrase}; end_to_end.resolved flat: the gain is held by a later stage ({_moved_text(by_metric[bottleneck])})"
     return (f"{phrase}; end_to_end.resolved flat: every later stage that did not gain is at 100%, "
             "the gain is held by the fix itself")  # fmt: skip
+
+
+def mean_intervals(cards: Sequence[Mapping[str, Any]], alpha: float = ALPHA) -> dict[str, dict[str, Any]]:
+    """Per metric, the mean over the runs where it is defined (as :func:`means`) with its 1 − alpha
+    interval: a seeded bootstrap over tasks, a task's runs resampled together
+    (:func:`.ab_inference.mean_interval`); one task: none ("n/a: one task")."""
+    from .ab_inference import mean_interval
+
+    result: dict[str, dict[str, Any]] = {}
+    names = [metric for metric, _ in METRICS] + [f"economics.{field}" for field in ECONOMICS]
+    for metric in names:
+        pairs = [(str(c["task_id"]), v) for c in cards
+                 if (v := (_value(c, metric) if not metric.startswith("economics.") else _economic(c, metric))) is not None]  # fmt: skip
+        found = mean_interval([v for _, v in pairs], alpha, unit="task", groups=[t for t, _ in pairs])
+        found["runs"] = found.pop("values")
+        result[metric] = found
+    return result
+
+
+def _economic(card: Mapping[str, Any], metric: str) -> float | None:
+    value = card["economics"].get(metric.split(".", 1)[1])
+    return None if value is None else float(value)
+
+
+def show_interval(metric: str, found: Mapping[str, Any]) -> str:
+    """A mean's interval as the table prints it: "[40%, 80%]", or why there is none."""
+    if found.get("interval") is None:
+        return str(found.get("note") or "n/a")
+    low, high = found["interval"]
+    return f"[{show_value(metric, low)}, {show_value(metric, high)}]" + (", no spread" if _no_spread(found) else "")

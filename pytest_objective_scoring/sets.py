@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast
 
 from .batch import instance_digest
+from .identity import problem_key
 from .instances import Instance
 from .ledger import Entry, Ledger
 
@@ -120,16 +121,22 @@ class SetError(ValueError):
     """A refused set operation or an unreadable set entry: says which task, which set and which rule."""
 
 
-PROBLEM_FIELDS: Final = ("repo", "base_commit", "problem_statement", "patch", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS")
+LEGACY_PROBLEM_FIELDS: Final = ("repo", "base_commit", "problem_statement", "patch", "test_patch", "FAIL_TO_PASS",
+                                 "PASS_TO_PASS")  # fmt: skip
 
 
-def problem_digest(fields: Mapping[str, Any]) -> str:
-    """The problem itself, whatever it is called: a digest of the fields that define the task
-    (repository, base commit, statement, patches, test lists), without its id or dates. A copy of
-    a burned task under a new instance id is still the same problem, so still burned."""
+def legacy_problem_digest(fields: Mapping[str, Any]) -> str:
+    """The problem identity that versions before :func:`.identity.problem_key` recorded (``problem`` of a
+    task in older set entries: the exact fields, statement and repository name included). Kept beside the
+    new key (``problem_v1``) only so that a task burned in an older ledger still burns its exact copies."""
     from .ledger import canonical
 
-    return "sha256:" + hashlib.sha256(canonical({k: fields.get(k) for k in PROBLEM_FIELDS}).encode("utf-8")).hexdigest()
+    return "sha256:" + hashlib.sha256(canonical({k: fields.get(k) for k in LEGACY_PROBLEM_FIELDS}).encode("utf-8")).hexdigest()
+
+
+def _problems(task: Mapping[str, Any]) -> tuple[str, ...]:
+    """Every identity a task's row records for its problem: the key, and the older digest when present."""
+    return tuple(p for p in (task.get("problem"), task.get("problem_v1")) if isinstance(p, str) and p)
 
 
 def task_id_of(instance: Instance) -> str:
@@ -397,17 +404,17 @@ def refuse_future_cutoff(cutoff: str | Cutoff, now: _dt.datetime | None = None) 
 
 
 def refuse_copies(instances: Iterable[Instance]) -> None:
-    """SetError naming both tasks when two instances are the same problem (:func:`problem_digest`):
+    """SetError naming both tasks when two instances are the same problem (:func:`.identity.problem_key`):
     a set holds each problem once (a copy under another id would count twice, and burning one burns
     the other, which a burn written task by task cannot express)."""
     seen: dict[str, Instance] = {}
     for instance in instances:
-        digest = problem_digest(instance.fields)
+        digest = problem_key(instance.fields)
         if digest in seen and seen[digest].instance_id != instance.instance_id:  # the same id twice is said later
             first = seen[digest]
             raise SetError(f"{instance.source}: task {instance.instance_id!r} is the same problem as {first.instance_id!r} "
-                           f"({first.source}): the same repository, commit, statement, patches and tests; a set holds "
-                           "each problem once")  # fmt: skip
+                           f"({first.source}): the same base commit, gold and test patches and tests (its id, dates, "
+                           "statement and repository name do not make another problem); a set holds each problem once")  # fmt: skip
         seen[digest] = instance
 
 
@@ -596,7 +603,7 @@ class _Fold:
     versions: dict[str, list[_Version]] = field(default_factory=dict)
     uses: dict[str, list[Use]] = field(default_factory=dict)  # task id -> uses
     instance_uses: dict[str, list[Use]] = field(default_factory=dict)  # instance id -> uses
-    problem_uses: dict[str, list[Use]] = field(default_factory=dict)  # problem digest -> uses
+    problem_uses: dict[str, list[Use]] = field(default_factory=dict)  # problem key (or older digest) -> uses
     history: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def current(self, name: str) -> _Version | None:
@@ -606,17 +613,18 @@ class _Fold:
     def active(self) -> list[_Version]:
         return [versions[-1] for versions in self.versions.values()]
 
-    def uses_of(self, task_id: str, instance_id: str, problem: str | None = None) -> list[Use]:
-        """A burned task is burned by its content, by its instance id and by its problem digest: a
-        copy of a burned instance with an edited field, or renamed, is still the same problem."""
+    def uses_of(self, task_id: str, instance_id: str, problems: Sequence[str] = ()) -> list[Use]:
+        """A burned task is burned by its content, by its instance id and by its problem
+        (:func:`.identity.problem_key`): a copy of a burned instance under another id, with a reworded
+        statement or a renamed repository, is still the same problem."""
         found = {(u.seq, u.decision): u for u in self.uses.get(task_id, [])}
         found.update({(u.seq, u.decision): u for u in self.instance_uses.get(instance_id, [])})
-        if problem:
+        for problem in problems:
             found.update({(u.seq, u.decision): u for u in self.problem_uses.get(problem, [])})
         return sorted(found.values(), key=lambda u: (u.seq, u.when))
 
     def task_state(self, version: _Version, task: Mapping[str, Any], cutoff: str | None) -> TaskState:
-        uses = tuple(self.uses_of(task["task_id"], task["instance_id"], task.get("problem")))
+        uses = tuple(self.uses_of(task["task_id"], task["instance_id"], _problems(task)))
         burned_by = uses[0] if uses else None
         parsed = parse_cutoff(cutoff) if cutoff is not None else None
         status, rule = classify_task(version.source, task.get("created_at"), parsed, burned_by)
@@ -642,7 +650,8 @@ class _Fold:
 
 def _task_row(instance: Instance) -> dict[str, Any]:
     return {"task_id": task_id_of(instance), "instance_id": instance.instance_id,
-            "created_at": instance.fields.get("created_at"), "problem": problem_digest(instance.fields)}  # fmt: skip
+            "created_at": instance.fields.get("created_at"), "problem": problem_key(instance.fields),
+            "problem_v1": legacy_problem_digest(instance.fields)}  # fmt: skip
 
 
 def _where(seq: int) -> str:
@@ -759,7 +768,7 @@ def _apply_version(folded: _Fold, body: Mapping[str, Any], seq: int, created: st
     elif parse_source(source)[0] in NEEDS_CUTOFF:
         _cutoff_required(source, name)
     tasks = [{"task_id": t["task_id"], "instance_id": t["instance_id"], "created_at": t.get("created_at"),
-              "problem": t.get("problem")} for t in body["tasks"]]  # fmt: skip
+              "problem": t.get("problem"), "problem_v1": t.get("problem_v1")} for t in body["tasks"]]  # fmt: skip
     for task in tasks:
         if not isinstance(task["task_id"], str) or TASK_ID_RE.fullmatch(task["task_id"]) is None:
             raise SetError(f"{_where(seq)}: task id {task['task_id']!r} is not a content address")
@@ -848,12 +857,12 @@ def _apply_burn(folded: _Fold, body: Mapping[str, Any], seq: int, created: str) 
         task = members.get(task_id)
         if task is None:
             raise SetError(f"{_where(seq)}: task {task_id} is not in {body['set_id']}")
-        if not folded.uses_of(task_id, task["instance_id"], task.get("problem")):
+        if not folded.uses_of(task_id, task["instance_id"], _problems(task)):
             newly.append(task_id)
         folded.uses.setdefault(task_id, []).append(use)
         folded.instance_uses.setdefault(task["instance_id"], []).append(use)
-        if task.get("problem"):
-            folded.problem_uses.setdefault(task["problem"], []).append(use)
+        for problem in _problems(task):
+            folded.problem_uses.setdefault(problem, []).append(use)
     if list(body["newly_burned"]) != newly:
         raise SetError(f"{_where(seq)}: the burn records newly burned tasks {body['newly_burned']} but the "
                        f"state before it gives {newly}")  # fmt: skip
@@ -955,9 +964,16 @@ def _check_name(name: str) -> None:
 
 
 def _task_bodies(states: Sequence[TaskState], rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    problems = {row["task_id"]: row.get("problem") for row in rows}
-    return [{"task_id": s.task_id, "instance_id": s.instance_id, "created_at": s.created_at, "status": s.status,
-             "rule": s.rule, "problem": problems.get(s.task_id)} for s in states]  # fmt: skip
+    problems = {row["task_id"]: row for row in rows}
+    bodies = []
+    for s in states:
+        row = problems.get(s.task_id, {})
+        body = {"task_id": s.task_id, "instance_id": s.instance_id, "created_at": s.created_at, "status": s.status,
+                "rule": s.rule, "problem": row.get("problem")}  # fmt: skip
+        if row.get("problem_v1"):  # the older digest, for burns an older version recorded
+            body["problem_v1"] = row["problem_v1"]
+        bodies.append(body)
+    return bodies
 
 
 def create_set(ledger: Ledger, name: str, role: str, instances: Sequence[Instance], source: str,
@@ -1067,9 +1083,10 @@ def rotate_set(ledger: Ledger, name: str, add: Sequence[Instance] = (), cutoff: 
                 retired.append({"task_id": now.task_id, "instance_id": now.instance_id, "rule": now.rule,
                                 "why": now.why})  # fmt: skip
         present = {t["task_id"]: t for t in kept} | {t["instance_id"]: t for t in kept}
-        present |= {t["problem"]: t for t in kept if t.get("problem")}
+        present |= {problem: t for t in kept for problem in _problems(t)}
         for row in rows:
-            clash = present.get(row["task_id"]) or present.get(row["instance_id"]) or present.get(row.get("problem") or "")
+            clash = (present.get(row["task_id"]) or present.get(row["instance_id"])
+                     or next((present[p] for p in _problems(row) if p in present), None))  # fmt: skip
             if clash is not None:
                 raise SetError(f"task {row['instance_id']} ({row['task_id']}) is already in {state.set_id}: --add "
                                "takes fresh tasks")  # fmt: skip

@@ -14,6 +14,7 @@ import pytest
 
 from pytest_objective_scoring import ab
 from pytest_objective_scoring.ab_claims import C2_MIN_TASKS, c2_blockers, claim_level
+from pytest_objective_scoring.identity import PROBLEM_KEY_PREFIX as P
 
 from .conftest import FIXTURES
 from .runner_helpers import run_cli_here as run_cli  # in this process: see run_cli_here
@@ -47,7 +48,7 @@ def c2_facts(**details_changes: Any) -> tuple[dict[str, Any], dict[str, Any]]:
 def test_a_comparison_with_every_fact_in_place_reaches_c2_and_names_its_scope():
     level, reasons = claim_level(*c2_facts(), holm_p=0.001)
     assert level == "C2" and "24 tasks, 5 seeds" in reasons[1] and "scoped to benchmark bench-a" in reasons[1]
-    assert reasons[-1].startswith("not C4")
+    assert reasons[-1].startswith("C4 is never reached from benchmark evidence")
 
 
 @pytest.mark.parametrize(
@@ -97,17 +98,17 @@ def test_the_same_problem_renamed_reworded_or_reformatted_is_the_same_problem():
 
 
 def test_c3_needs_another_benchmark_family_with_disjoint_tasks_not_another_name():
-    details, record = c2_facts(problem_digests=[f"sha256:p{i}" for i in range(24)])
+    details, record = c2_facts(problem_digests=[f"{P}p{i}" for i in range(24)])
     same_tasks = {"name": "renamed", "benchmark": "bench-a-v2", "problem_digests": details["problem_digests"], "c2": True}
     level, reasons = claim_level(details, record, holm_p=0.001, replications=[same_tasks])
     assert level == "C2" and "renamed (bench-a-v2: shares tasks with this one) do not count" in reasons[2]
-    one_shared = dict(same_tasks, problem_digests=["sha256:p3", "sha256:z1"])
+    one_shared = dict(same_tasks, problem_digests=[f"{P}p3", f"{P}z1"])
     assert claim_level(details, record, holm_p=0.001, replications=[one_shared])[0] == "C2"
-    same_id = {"name": "again", "benchmark": "bench-a", "problem_digests": ["sha256:z1"], "c2": True}
+    same_id = {"name": "again", "benchmark": "bench-a", "problem_digests": [f"{P}z1"], "c2": True}
     assert claim_level(details, record, holm_p=0.001, replications=[same_id])[0] == "C2"
     unknown = {"name": "old", "benchmark": "swe-bench-lite", "problem_digests": None, "c2": True}
     assert claim_level(details, record, holm_p=0.001, replications=[unknown])[0] == "C2", "no problem digests: no proof"
-    elsewhere = {"name": "swe", "benchmark": "swe-bench-lite", "problem_digests": ["sha256:z1", "sha256:z2"], "c2": True}
+    elsewhere = {"name": "swe", "benchmark": "swe-bench-lite", "problem_digests": [f"{P}z1", f"{P}z2"], "c2": True}
     level, reasons = claim_level(details, record, holm_p=0.001, replications=[elsewhere])
     assert level == "C3" and "swe (swe-bench-lite)" in reasons[2]
     assert claim_level(details, record, holm_p=0.001, replications=[dict(elsewhere, c2=False)])[0] == "C2"
@@ -467,8 +468,8 @@ def test_a_replication_counts_only_if_it_still_reaches_c2_under_todays_audits(tm
     instances = _instances()
     with Ledger(path) as ledger:
         runs = _audited_runs(ledger, instances)
-        _stored_comparison(ledger, "here", p_value=0.001, graded=runs[:2], problems=["sha256:h1", "sha256:h2"], claim="C3")
-        _stored_comparison(ledger, "there", benchmark="bench-b", p_value=0.001, graded=runs[2:], problems=["sha256:t1"])
+        _stored_comparison(ledger, "here", p_value=0.001, graded=runs[:2], problems=[f"{P}h1", f"{P}h2"], claim="C3")
+        _stored_comparison(ledger, "there", benchmark="bench-b", p_value=0.001, graded=runs[2:], problems=[f"{P}t1"])
 
     def claim_of_here() -> dict:
         with Ledger(path, read_only=True) as ledger:
@@ -495,14 +496,21 @@ def test_a_second_run_that_pins_at_the_same_moment_finds_the_first_pin(tmp_path)
 
 
 @pytest.mark.slow
-def test_a_set_holding_copies_of_one_problem_is_refused_before_anything_is_graded(tmp_path):
+def test_a_set_holding_copies_of_one_problem_is_refused_before_anything_is_graded(tmp_path, monkeypatch):
+    from pytest_objective_scoring import sets
+
     rows = [json.loads(line) for line in DATASET.read_text().splitlines()]
     copy = dict(rows[0], instance_id=rows[0]["instance_id"] + "-copy", problem_statement=rows[0]["problem_statement"] + "  ")
     dataset = tmp_path / "copies.jsonl"
     dataset.write_text("".join(json.dumps(r) + "\n" for r in [*rows, copy]))
     ledger = tmp_path / "ledger.sqlite"
-    assert run_cli("sets", "create", "regression", "--role", "regression", "--dataset", str(dataset), "--source",
-                   "static:fixtures", "--ledger", str(ledger)).returncode == 0  # fmt: skip
+    made = run_cli("sets", "create", "regression", "--role", "regression", "--dataset", str(dataset), "--source",
+                   "static:fixtures", "--ledger", str(ledger))  # fmt: skip
+    assert made.returncode == 2 and "is the same problem as 'fixtures__textstats-1'" in made.stderr, made.stderr
+    with monkeypatch.context() as patched:  # a set written by an older version, whose problems kept the statement
+        patched.setattr(sets, "refuse_copies", lambda instances: None)
+        assert run_cli("sets", "create", "regression", "--role", "regression", "--dataset", str(dataset), "--source",
+                       "static:fixtures", "--ledger", str(ledger)).returncode == 0  # fmt: skip
     example = FIXTURES / "ab"
     assert run_cli("ab", "preregister", str(example / "manifest.json"), "--ledger", str(ledger)).returncode == 0
     done = run_cli("ab", "run", str(example / "manifest.json"), "--arm", f"baseline={example / 'baseline.jsonl'}",

@@ -213,7 +213,8 @@ def test_diff_names_the_stage_that_moved_when_end_to_end_is_flat():
     assert rows["localization.file_recall"]["change"] == "better"
     assert rows["end_to_end.resolved"]["change"] == "flat"
     assert attribution(result).startswith("localization.file_recall 17% → 50%")
-    assert "end_to_end.resolved flat: the gain is held by a later stage (patching.parse 100% → 50%)" in result["attribution"]
+    assert ("end_to_end.resolved flat: the gain is held by a later stage (patching.parse 100% → 50% (-50.0 points, n/a: "
+            "one task))") in result["attribution"]  # every change with its interval, or why it has none (issue 29.4)
 
 
 def test_diff_when_every_later_stage_is_whole_the_fix_itself_holds_the_gain():
@@ -226,8 +227,14 @@ def test_diff_when_every_later_stage_is_whole_the_fix_itself_holds_the_gain():
 def test_diff_when_end_to_end_moves_names_the_earliest_stage_that_improved():
     result = sc.diff([as_dict(touched("lib/x.py::f"), envelope=envelope(resolved=False))],
                      [as_dict(touched("src/a.py::helper"), envelope=envelope(resolved=True))])  # fmt: skip
-    assert attribution(result).endswith(
-        "end_to_end.resolved 0% → 100%: the gain is credited to localization, the earliest stage that improved")
+    # issue 29.4: the task's gain is credited to every stage that improved on that task (no longer the earliest alone)
+    text = attribution(result)
+    assert ("end_to_end.resolved 0% → 100% (+100.0 points, n/a: one task): the gain on 1 task(s) (x-1) is credited, task "
+            "by task, to the stages that improved on them: localization on 1 of them (x-1: localization.file_recall 0% → "
+            "33% (+33.3 points, n/a: one task)") in text  # fmt: skip
+    assert "planning on 1 of them (x-1:" in text and "structure on 1 of them (x-1:" in text
+    assert {stage: found["gained"] for stage, found in result["credit"]["stages"].items()} == {
+        "localization": ["x-1"], "planning": ["x-1"], "patching": [], "structure": ["x-1"], "testing": []}
     same = [as_dict(touched("src/a.py::helper"))]
     assert sc.diff(same, same)["attribution"] == "paired on the 1 task(s) both sides have (1 run(s) of A, 1 of B), none dropped: no stage moved"
 
@@ -253,18 +260,21 @@ def test_a_resolve_gain_is_never_credited_to_a_stage_that_got_worse():
     result = sc.diff(before, after)
     assert result["stages"]["localization"] == "worse" and result["stages"]["planning"] == "improved"
     text = attribution(result)
-    assert text.endswith("end_to_end.resolved 0% → 100%: the gain is credited to planning, the earliest stage that "
-                         "improved (worse: localization, structure)")  # fmt: skip
-    assert "credited to localization" not in text
+    assert text.endswith("end_to_end.resolved 0% → 100% (+100.0 points, n/a: one task): the gain on 1 task(s) (x-1) is "
+                         "credited, task by task, to the stages that improved on them: planning on 1 of them (x-1: "
+                         "planning.obligations_recovered 0% → 100% (+100.0 points, n/a: one task)); never credited (on "
+                         "those tasks worse: localization, structure)")  # fmt: skip
+    assert "credited to localization" not in text and "localization on" not in text
 
 
 def test_a_resolve_gain_no_stage_explains_is_said_so():
     before = [as_dict(GOLD, envelope=NOT_RESOLVED)]
     after = [as_dict(touched("src/a.py::helper"), envelope=RESOLVED)]  # localization and structure worse, nothing better
     text = attribution(sc.diff(before, after))
-    assert text.endswith("end_to_end.resolved 0% → 100%: no stage explains the gain (no stage improved; worse: "
+    assert text.endswith("end_to_end.resolved 0% → 100% (+100.0 points, n/a: one task): no stage explains the gain on "
+                         "1 task(s) (x-1): unattributed, no stage improved on them; never credited (on those tasks worse: "
                          "localization, planning, structure)")  # fmt: skip
-    assert "credited" not in text
+    assert "is credited" not in text
 
 
 def test_a_stage_with_one_metric_better_and_one_worse_is_mixed_and_never_credited():
@@ -275,20 +285,23 @@ def test_a_stage_with_one_metric_better_and_one_worse_is_mixed_and_never_credite
     assert (rows["localization.file_recall"], rows["localization.symbol_recall"]) == ("better", "worse")
     assert result["stages"]["localization"] == "mixed"
     text = attribution(result)
-    assert "no stage explains the gain (no stage improved;" in text and "mixed: localization" in text
-    assert "credited" not in text
+    assert "no stage explains the gain on 1 task(s) (x-1): unattributed, no stage improved on them" in text
+    assert "mixed: localization" in text and "is credited" not in text
 
 
 def test_a_resolve_loss_is_charged_to_the_earliest_stage_that_got_worse_never_to_one_that_improved():
     before = [as_dict(touched("lib/x.py::f"), envelope=RESOLVED, plan=sorted(GOLD.symbols))]
     after = [as_dict(touched("src/a.py::helper"), envelope=NOT_RESOLVED, plan=[])]  # localization better, planning worse
     text = attribution(sc.diff(before, after))
-    assert text.endswith("end_to_end.resolved 100% → 0%: the loss is charged to planning, the earliest stage that got "
-                         "worse (improved: localization, structure)")  # fmt: skip
+    assert text.endswith("end_to_end.resolved 100% → 0% (-100.0 points, n/a: one task): the loss on 1 task(s) (x-1) is "
+                         "charged, task by task, to the stages that got worse on them: planning on 1 of them (x-1: "
+                         "planning.obligations_recovered 100% → 0% (-100.0 points, n/a: one task)); never charged (on "
+                         "those tasks improved: localization, structure)")  # fmt: skip
     only_better = attribution(sc.diff([as_dict(touched("lib/x.py::f"), envelope=RESOLVED)],
                                       [as_dict(touched("src/a.py::helper"), envelope=NOT_RESOLVED)]))  # fmt: skip
-    assert only_better.endswith("end_to_end.resolved 100% → 0%: no stage explains the loss (no stage got worse; "
-                                "improved: localization, planning, structure)")  # fmt: skip
+    assert only_better.endswith("end_to_end.resolved 100% → 0% (-100.0 points, n/a: one task): no stage explains the "
+                                "loss on 1 task(s) (x-1): unattributed, no stage got worse on them; never charged (on "
+                                "those tasks improved: localization, planning, structure)")  # fmt: skip
 
 
 # ------------------------------------------------ a paired comparison over the tasks both sides have (issue 15.6)
@@ -331,8 +344,11 @@ def test_each_task_weighs_the_same_on_both_sides_and_a_metric_is_paired_where_bo
     result = sc.diff(a, b)
     rows = {r["metric"]: r for r in result["metrics"]}
     assert rows["end_to_end.resolved"]["a"] == 0.25  # x-1: 50%, x-2: 0%; not 1 of 3 runs
-    assert rows["localization.target_rank"] == {"metric": "localization.target_rank", "a": 1.0, "b": 2.0, "tasks": 1,
-                                                "moved": True, "change": "worse"}  # only x-2 has a rank on both sides  # fmt: skip
+    rank = {key: rows["localization.target_rank"][key] for key in ("metric", "a", "b", "tasks", "moved", "change")}
+    assert rank == {"metric": "localization.target_rank", "a": 1.0, "b": 2.0, "tasks": 1,
+                    "moved": True, "change": "worse"}  # only x-2 has a rank on both sides  # fmt: skip
+    assert (rows["localization.target_rank"]["delta"], rows["localization.target_rank"]["interval"],
+            rows["localization.target_rank"]["note"]) == (1.0, None, "n/a: one task")  # one task: no interval  # fmt: skip
     assert result["pairing"]["runs_compared"] == {"a": 3, "b": 3} and result["pairing"]["note"].endswith("none dropped")
 
 
@@ -396,12 +412,14 @@ def test_phase_3_localization_improved_end_to_end_flat_the_gain_is_attributed_to
     assert rows["localization.symbol_recall"]["change"] == "better"
     assert rows["end_to_end.resolved"]["change"] == "flat"
     assert moved["attribution"].startswith("paired on the 1 task(s) both sides have (1 run(s) of A, 1 of B), none dropped: "
-                                           "localization.file_recall 0% → 100%; localization.symbol_recall 0% → 100%")
+                                           "localization.file_recall 0% → 100% (+100.0 points, n/a: one task); "
+                                           "localization.symbol_recall 0% → 100% (+100.0 points, n/a: one task)")
     assert "end_to_end.resolved flat: every later stage that did not gain is at 100%" in moved["attribution"]
 
     held = json.loads(run_cli("scorecard", "diff", before, broken, "--ledger", ledger, "--json").stdout)
     assert attribution(held).startswith("localization.file_recall 0% → 100%")
-    assert held["attribution"].endswith("end_to_end.resolved flat: the gain is held by a later stage (patching.parse 100% → 0%)")
+    assert held["attribution"].endswith("end_to_end.resolved flat: the gain is held by a later stage (patching.parse 100% → 0% "
+                                        "(-100.0 points, n/a: one task))")
 
     table = run_cli("scorecard", "diff", before, broken, "--ledger", ledger)
     assert "localization.file_recall" in table.stdout and "the gain is held by a later stage" in table.stdout

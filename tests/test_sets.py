@@ -566,7 +566,8 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def test_commands_in_process_with_json_everywhere(tmp_path, capsys):
     led = ["--ledger", str(tmp_path / "l.sqlite")]
     code, out, err = run(capsys, "sets", "list", *led, "--json")
-    assert (code, out) == (2, "") and "no such ledger" in err  # a misspelt path is never an empty listing
+    assert code == 2 and "no such ledger" in err  # a misspelt path is never an empty listing
+    assert json.loads(out) == {"error": err.strip().removeprefix("objective-score sets: error: "), "exit": 2}
     assert not (tmp_path / "l.sqlite").exists()  # reading creates no ledger
     code, out, _ = run(capsys, "sets", "create", "h", "--role", "holdout_live", "--source", LIVE, "--cutoff", "2025-03-10",
                        "--dataset", str(DATASET), "--instance-id", INTERVALS, "--instance-id", CSVLITE, *led, "--json")  # fmt: skip

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 from .. import ab
 from ..errors import CommandError, interrupted_status
+from ..identity import shown_name
 from ..ledger import DEFAULT_LEDGER
 from ..ab_comparison import reassess, summarize_comparison
 from . import HELP
@@ -104,13 +105,15 @@ def cmd_preregister(args: argparse.Namespace) -> int:
                          "name a new experiment")  # fmt: skip
         if earlier is not None:
             entry_seq, created, note = earlier["seq"], earlier["created"], "already preregistered"
+            relations = earlier.get("change_relation") or []
         else:
-            entry = ledger.append("ab_manifest", {"name": manifest.name, "digest": digest, "manifest": data,
-                                                  "task_set": _pin(state), "power": power,
-                                                  "excluded_tasks": excluded})  # fmt: skip
+            relations = _review_change(ledger, manifest, args.manifest)
+            body = {"name": manifest.name, "digest": digest, "manifest": data, "task_set": _pin(state), "power": power,
+                    "excluded_tasks": excluded, **({"change_relation": relations} if relations else {})}  # fmt: skip
+            entry = ledger.append("ab_manifest", body)
             entry_seq, created, note = entry.seq, entry.created, "preregistered"
     result = {"name": manifest.name, "digest": digest, "seq": entry_seq, "created": created, "status": note,
-              "power": power, "excluded_tasks": excluded}  # fmt: skip
+              "power": power, "excluded_tasks": excluded, "change_relation": relations}  # fmt: skip
     if args.json:
         print(json.dumps(result, indent=2))
     else:
@@ -118,7 +121,24 @@ def cmd_preregister(args: argparse.Namespace) -> int:
         print(power["statement"])
         for task in excluded:
             print(f"excluded: {task['instance_id']}: {'; '.join(task['why'])}")
+        for relation in relations:
+            print(f"declared {relation['relation']} {shown_name(relation['change'])}: {relation['reason']}")
     return 0
+
+
+def _review_change(ledger: Any, manifest: ab.Manifest, path: str) -> list[dict[str, Any]]:
+    """:func:`.ab.review_change` against every experiment preregistered in ``ledger``: the declarations
+    the preregistration records, or one line naming the existing change the name resembles."""
+    known, stated = [], []
+    for entry in ledger.entries("ab_manifest"):
+        written = entry.data.get("manifest")
+        if isinstance(written, dict) and isinstance(written.get("change_under_test"), str):
+            known.append({"name": entry.data.get("name"), "change": written["change_under_test"], "seq": entry.seq})
+            stated.append(written)
+    try:
+        return ab.review_change(manifest, known, ab.change_links(stated))
+    except ab.ABError as exc:
+        raise _error(f"{path}: {exc}; nothing was registered") from None
 
 
 def design_power(manifest: ab.Manifest, tasks: int) -> dict[str, Any]:
@@ -373,7 +393,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..jobs import grade_jobs
     from ..instances import InstanceError, load_instances
     from ..ledger import Ledger
-    from ..ab_claims import problem_identity
+    from ..identity import problem_key
     from ..sets import burn, resolve_set, task_id_of
 
     import importlib.util
@@ -424,11 +444,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         if changed:
             raise _error(f"--dataset {args.dataset}: {', '.join(changed[:5])} differ(s) from the task set's content-addressed "
                          f"task(s) in {task_set.record.set_id}: the comparison would not grade the tasks the set holds")  # fmt: skip
-        problems = {i.instance_id: problem_identity(i.fields) for i in instances}
+        problems = {i.instance_id: problem_key(i.fields) for i in instances}
         copies = _copies(problems)
         if copies:
             raise _error(f"task set {task_set.record.set_id} holds the same problem under several tasks ({len(copies)} "
-                         f"group(s), e.g. {', '.join(copies[0])}: same repository, commit, patches and tests): a comparison "
+                         f"group(s), e.g. {', '.join(copies[0])}: the same base commit, patches and tests): a comparison "
                          "counts problems, not copies; make a set without the copies. Nothing was graded")  # fmt: skip
         predictions, undeclared, fingerprints = [], set(), {}
         pinned_predictions = _pinned_predictions(ledger, manifest.name)
@@ -526,7 +546,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _copies(problems: dict[str, str]) -> list[list[str]]:
-    """Groups of instance ids that are the same problem (:func:`.ab_claims.problem_identity`)."""
+    """Groups of instance ids that are the same problem (:func:`.identity.problem_key`)."""
     groups: dict[str, list[str]] = {}
     for instance_id, problem in sorted(problems.items()):
         groups.setdefault(problem, []).append(instance_id)
@@ -578,54 +598,85 @@ def _default_rate() -> float:
 
 
 def _comparison_table(output: dict[str, Any]) -> None:
+    """The comparison as a rich table and lines. Every string is printed as written, never read as rich
+    markup or emoji codes (a benchmark ``[synth-a]``, a change ``:x:``): each line goes through
+    :func:`rich.markup.escape`, and the console reads no emoji codes."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     record, details = output["record"], output["details"]
-    table = Table(title=f"A/B {output['name']}: {record['change_under_test']} ({details['tasks']} tasks × {len(record['seeds'])} seeds)")
+    console = Console(emoji=False) if Console().is_terminal else Console(width=140, emoji=False)
+
+    def say(text: str) -> None:
+        console.print(escape(text), soft_wrap=True)
+
+    table = Table(title=escape(f"A/B {output['name']}: {record['change_under_test']} ({details['tasks']} tasks × "
+                               f"{len(record['seeds'])} seeds)"))  # fmt: skip
     for column in ("arm", "kind", "harness", "resolved per seed", "mean", "variance", "interval", "dollars", "tokens"):
         table.add_column(column, overflow="fold")
     kinds = {a["name"]: a["kind"] for a in details["arm_kinds"]}
     for arm in record["arms"]:
         low, high = arm["confidence_interval"]
-        table.add_row(arm["name"], kinds[arm["name"]], arm["harness_version"], " ".join(map(str, arm["resolved"])),
-                      f"{arm['mean']:.1%}", "-" if arm["variance"] is None else f"{arm['variance']:.4f}",
-                      f"[{low:.1%}, {high:.1%}]", "-" if arm["cost"]["dollars"] is None else f"{arm['cost']['dollars']:.4f}",
-                      "-" if arm["cost"]["tokens"] is None else str(arm["cost"]["tokens"]))  # fmt: skip
-    console = Console() if Console().is_terminal else Console(width=140)
+        cells = (arm["name"], kinds[arm["name"]], arm["harness_version"], " ".join(map(str, arm["resolved"])),
+                 f"{arm['mean']:.1%}", "-" if arm["variance"] is None else f"{arm['variance']:.4f}",
+                 f"[{low:.1%}, {high:.1%}]", "-" if arm["cost"]["dollars"] is None else f"{arm['cost']['dollars']:.4f}",
+                 "-" if arm["cost"]["tokens"] is None else str(arm["cost"]["tokens"]))  # fmt: skip
+        table.add_row(*(escape(str(cell)) for cell in cells))
     console.print(table)
+    from ..ab_report import _interval_text, _member_interval, pass_at_k_intervals
+
+    for arm, values in pass_at_k_intervals(output).items():
+        say(f"{arm}: " + "; ".join(f"{name} {found['estimate']:.1%}{_interval_text(found, '.1%')}"
+                                   if found.get("estimate") is not None else f"{name} undefined"
+                                   for name, found in values.items()))  # fmt: skip
+    for arm, quantities in (details.get("cost_distribution") or {}).items():
+        parts = []
+        for field in ("dollars", "cpu", "wall_time", "tokens"):
+            found = quantities.get(field) or {}
+            if found.get("mean") is None:
+                continue
+            spread = "" if found.get("p10") is None else f", p10-p90 {found['p10']:.4g}-{found['p90']:.4g}"
+            parts.append(f"{field} mean {found['mean']:.4g}{_interval_text(found, '.4g')}{spread}")
+        if parts:
+            say(f"{arm} cost per run: " + "; ".join(parts))
     result, test = record["result"], details["test"]
     p = "" if test["p_value"] is None else f", p = {test['p_value']:.4g}"
-    console.print(f"delta {result['delta']:+.1%}; significant: {result['significant']} ({test['test']}{p})", soft_wrap=True)
-    console.print(f"recommendation: {result['recommendation']} ({details['recommendation_because']})", soft_wrap=True)
+    say(f"delta {result['delta']:+.1%}; significant: {result['significant']} ({test['test']}{p})")
+    say(f"recommendation: {result['recommendation']} ({details['recommendation_because']})")
     if test.get("interval"):
         low, high = test["interval"]
-        console.print(f"interval of delta (1 - alpha, same model): [{low:+.1%}, {high:+.1%}]", soft_wrap=True)
+        say(f"interval of delta (1 - alpha, same model): [{low:+.1%}, {high:+.1%}]")
     for view in (test.get("secondary") or {}).values():
         shown = "n/a" if view.get("p_value") is None else f"{view['p_value']:.4g}"
-        console.print(f"secondary (not decided on): {view['test']}: p = {shown}; assumes {view['assumes']}", soft_wrap=True)
+        say(f"secondary (not decided on): {view['test']}: p = {shown}; assumes {view['assumes']}")
     for reason in details["inadmissible_because"]:
-        console.print(f"not admissible: {reason}", soft_wrap=True)
+        say(f"not admissible: {reason}")
     from ..ab_report import access_text
 
-    console.print("access, as declared in the manifest (not observed by the grader): " + access_text(details), soft_wrap=True)
+    say("access, as declared in the manifest (not observed by the grader): " + access_text(details))
     for task in details.get("excluded_tasks") or []:
-        console.print(f"excluded: {task['instance_id']}: {'; '.join(task['why'])}", soft_wrap=True)
+        say(f"excluded: {task['instance_id']}: {'; '.join(task['why'])}")
     family = details.get("family") or {}
     if family.get("experiments", 0) > 1:
-        console.print(f"every experiment on {family['change_under_test']!r} ({family['correction']}):", soft_wrap=True)
+        say(f"every experiment on {family['change_under_test']!r} ({family['correction']}):")
         for member in family["members"]:
             p_text = "n/a" if member["p_value"] is None else f"{member['p_value']:.4g}"
-            console.print(f"  {member['name']} [{member['benchmark']}]: {member['status']}, recommendation "
-                          f"{member['recommendation'] or '-'}, p = {p_text}, Holm p = {member['holm_p_value']:.4g}",
-                          soft_wrap=True)  # fmt: skip
-    console.print(f"claim level: {details['claim']}")
+            spelt = member.get("change_under_test")
+            other = "" if spelt in (None, family["change_under_test"]) else f" (as {shown_name(spelt)})"
+            delta = "" if member.get("delta") is None else (f", delta {member['delta']:+.1%}"
+                                                             + _member_interval(member, details, output["name"]))
+            say(f"  {member['name']} [{member['benchmark']}]{other}: {member['status']}{delta}, recommendation "
+                f"{member['recommendation'] or '-'}, p = {p_text}, Holm p = {member['holm_p_value']:.4g}")  # fmt: skip
+    for relation in family.get("declared") or []:
+        say(f"  declared: {shown_name(str(relation['change']))} {relation['relation']} {shown_name(str(relation['to']))}: "
+            f"{relation['reason']}")  # fmt: skip
+    say(f"claim level: {details['claim']}")
     for reason in details.get("claim_reasons") or []:
-        console.print(f"  {reason}", soft_wrap=True)
+        say(f"  {reason}")
     downgrade = details.get("claim_downgraded")
     if downgrade:
-        console.print(f"DOWNGRADED from {downgrade['from']} (when written) to {downgrade['to']}: "
-                      + "; ".join(downgrade["because"]), soft_wrap=True)  # fmt: skip
+        say(f"DOWNGRADED from {downgrade['from']} (when written) to {downgrade['to']}: " + "; ".join(downgrade["because"]))
 
 
 def cmd_show(args: argparse.Namespace) -> int:

@@ -28,6 +28,12 @@ higher resolve rate ranks first, then the cheaper. An equal resolve rate at a
 higher cost is dominated, so it is never ranked equal; only harnesses equal on
 both axes share a rank. A ratio is shown as '-' when its denominator is unknown
 (the harness did not report tokens) or zero.
+
+Every number has its 95% interval in brackets: the resolve rate a Wilson interval
+over the runs; $/run and the ratios a seeded bootstrap over tasks (a task's runs
+resampled together). A second table gives each per-run cost (dollars, CPU-s, wall
+time, tokens, calls) as a distribution: mean, its interval, sd, median, p10, p90.
+One task has no interval ("n/a: one task"). --json holds the same numbers.
 """
 
 
@@ -87,30 +93,87 @@ def _fmt(value: float | int | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
+def _with(value: float | None, spec: str, found: Any) -> str:
+    """A number and its 95% interval ("0.12 [0.10, 0.15]"), or why it has none ("0.12 (n/a: one task)")."""
+    if value is None:
+        return "-"
+    if not found:
+        return format(value, spec)
+    if found.get("interval") is None:
+        return f"{format(value, spec)} ({found.get('note') or 'n/a'})"
+    low, high = found["interval"]
+    return f"{format(value, spec)} [{format(low, spec)}, {format(high, spec)}]"
+
+
 def _costs_table(path: Path, summaries: Sequence[Any], benchmark: str = "unknown") -> None:
+    """The ranking table, each number with its 95% interval, then each harness's per-run cost
+    distribution: the numbers of ``--json``'s ``harnesses`` (``uncertainty`` holds the intervals)."""
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"cost and correctness per harness, benchmark {benchmark} ({path})")
+    table = Table(title=f"cost and correctness per harness, benchmark {benchmark} ({path}); [95% CI]")
     for column in ("rank", "harness", "front", "resolved", "rate", "$/run", "res/$", "res/1k tok",
                    "res/wall-h", "res/CPU-s", "infra excl."):  # fmt: skip
         table.add_column(column, overflow="fold")
     for s in summaries:
-        r = s.ratios
+        r, u = s.ratios, s.uncertainty
+        ratios, per_run = u.get("ratios") or {}, u.get("per_run") or {}
         table.add_row(
             str(s.rank), s.harness, "yes" if s.pareto_layer == 1 else f"layer {s.pareto_layer}",
-            f"{s.resolved}/{s.runs}", _fmt(s.resolve_rate, ".1%"), _fmt(s.dollars_per_run, ".4f"),
-            _fmt(r["resolves_per_dollar"], ".3g"), _fmt(r["resolves_per_1k_tokens"], ".3g"),
-            _fmt(r["resolves_per_wall_hour"], ".3g"), _fmt(r["resolves_per_cpu_second"], ".3g"),
+            f"{s.resolved}/{s.runs}", _with(s.resolve_rate, ".1%", u.get("resolve_rate")),
+            _with(s.dollars_per_run, ".4f", per_run.get("dollars")),
+            *(_with(r[name], ".3g", ratios.get(name)) for name in ("resolves_per_dollar", "resolves_per_1k_tokens",
+                                                                   "resolves_per_wall_hour", "resolves_per_cpu_second")),
             str(s.infrastructure_failures),
         )  # fmt: skip
     console = Console() if Console().is_terminal else Console(width=140)
     console.print(table)
+    _distribution_table(console, summaries, benchmark)
     for s in summaries:
         if s.dominated_by:
             console.print(f"{s.harness}: dominated by {', '.join(s.dominated_by)} (as good or better, for less)")
         for note in s.notes:
             console.print(f"{s.harness}: {note}")
+    methods = _methods(summaries)
+    if methods:
+        console.print("95% CI: " + "; ".join(methods), soft_wrap=True)
+
+
+QUANTITIES = (("dollars", "dollars", ".4g"), ("cpu", "CPU-s", ".4g"), ("wall_time", "wall s", ".4g"),
+              ("tokens", "tokens", ".6g"), ("calls", "calls", ".4g"))  # fmt: skip
+
+
+def _distribution_table(console: Any, summaries: Sequence[Any], benchmark: str) -> None:
+    """Per harness and cost quantity, the distribution of the per-run values (the JSON's ``per_run``)."""
+    from rich.table import Table
+
+    table = Table(title=f"cost per run, benchmark {benchmark}: distribution over runs, 95% CI of the mean over tasks")
+    for column in ("harness", "quantity", "runs", "mean", "95% CI", "sd", "median", "p10", "p90", "unknown"):
+        table.add_column(column, overflow="fold")
+    for s in summaries:
+        per_run = (s.uncertainty or {}).get("per_run") or {}
+        for name, label, spec in QUANTITIES:
+            found = per_run.get(name)
+            if not found:
+                continue
+            interval = found["interval"]
+            table.add_row(s.harness, label, str(found["n"]), _fmt(found["mean"], spec),
+                          (f"[{format(interval[0], spec)}, {format(interval[1], spec)}]"
+                           + (", no spread" if "no spread" in str(found["note"] or "") else "")) if interval else str(found["note"]),
+                          _fmt(found["sd"], spec), _fmt(found["median"], spec), _fmt(found["p10"], spec),
+                          _fmt(found["p90"], spec), str(found["unknown"]))  # fmt: skip
+    console.print(table)
+
+
+def _methods(summaries: Sequence[Any]) -> list[str]:
+    """How the intervals were made, once each."""
+    seen: dict[str, None] = {}
+    for s in summaries:
+        u = s.uncertainty or {}
+        for found in [u.get("resolve_rate"), *(u.get("per_run") or {}).values(), *(u.get("ratios") or {}).values()]:
+            if found and found.get("method"):
+                seen[found["method"]] = None
+    return list(seen)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

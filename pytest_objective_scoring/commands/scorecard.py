@@ -28,10 +28,18 @@ RUN selects graded runs in the ledger:
 objective-score scorecard RUN shows one run's three planes (component metrics, end to
 end, economics); with several runs, their means. objective-score scorecard diff A B
 compares two sets stage by stage and names the stage that moved, e.g.
-  localization.file_recall 51% → 62%; end_to_end.resolved flat: the gain is held by a
-  later stage (patching.apply 40% → 41%)
+  localization.file_recall 51% → 62% (+11.0 points, 95% CI [+4.2, +17.8], 40 tasks);
+  end_to_end.resolved flat: the gain is held by a later stage (patching.apply 40% → 41%
+  (+1.0 points, 95% CI [-2.1, +4.1], 40 tasks))
 Booleans are shown as the share of runs where they hold; a metric that could not be
 computed for a run (no gold patch, no retrieval order, no re-runs) is left out of its mean.
+
+Every change in a diff has its 95% interval over the paired tasks (Student's t over
+the per-task differences) and the number of tasks it rests on; one task has none
+("n/a: one task"). A task whose resolution rose is credited only to the stages that
+improved on that task (a loss: charged to the stages that got worse on it); a gain
+no stage explains is said to be unattributed. The means of several runs have their
+95% interval over tasks (a seeded bootstrap, a task's runs resampled together).
 """
 
 
@@ -120,35 +128,51 @@ def cmd_scorecard(args: argparse.Namespace) -> int:
                               "failure_class": chosen[0].get("failure_class"), "scorecard": chosen[0]["scorecard"],
                               "details": chosen[0].get("details")}, indent=2, ensure_ascii=False))  # fmt: skip
         else:
-            print(json.dumps({"runs": [e["score_seq"] for e in chosen],
-                              "means": sc.means([e["scorecard"] for e in chosen])}, indent=2))  # fmt: skip
+            cards = [e["scorecard"] for e in chosen]
+            print(json.dumps({"runs": [e["score_seq"] for e in chosen], "means": sc.means(cards),
+                              "intervals": sc.mean_intervals(cards)}, indent=2))  # fmt: skip
         return 0
-    _scorecard_table(chosen, sc.means([e["scorecard"] for e in chosen]))
+    cards = [e["scorecard"] for e in chosen]
+    _scorecard_table(chosen, sc.means(cards), sc.mean_intervals(cards) if len(chosen) > 1 else None)
     return 0
 
 
-def _scorecard_table(chosen: Sequence[dict[str, Any]], means: dict[str, Any]) -> None:
+def _scorecard_table(chosen: Sequence[dict[str, Any]], means: dict[str, Any], intervals: dict[str, Any] | None) -> None:
+    """One run's values, or the means of several with each mean's 95% interval over tasks and the
+    number of tasks and runs it rests on (the numbers of ``--json``'s ``means`` and ``intervals``)."""
     from rich.console import Console
     from rich.table import Table
 
-    from ..scorecard import METRICS, show_value
+    from ..scorecard import METRICS, show_interval, show_value
 
     single = len(chosen) == 1
     title = (f"scorecard {chosen[0]['scorecard']['run_id']} of {chosen[0]['instance_id']} (score seq {chosen[0]['score_seq']}, "
              f"harness {chosen[0].get('harness') or '-'}, failure class {chosen[0].get('failure_class')})"
              if single else f"mean scorecard of {len(chosen)} runs")  # fmt: skip
     table = Table(title=title)
-    for column in ("plane", "stage", "metric", "value"):
+    for column in ("plane", "stage", "metric", "value") + (() if intervals is None else ("95% CI", "tasks", "runs")):
         table.add_column(column)
+
+    def spread(metric: str) -> tuple[str, ...]:
+        if intervals is None:
+            return ()
+        found = intervals[metric]
+        return show_interval(metric, found), str(found["n"]), str(found["runs"])
+
     for metric, _ in METRICS:
         stage, name = metric.split(".")
         plane = "end to end" if stage == "end_to_end" else "component metrics"
         value = chosen[0]["scorecard"]["end_to_end"]["resolved"] if single and metric == "end_to_end.resolved" else show_value(metric, means[metric])
-        table.add_row(plane, "" if stage == "end_to_end" else stage, name, value)
+        table.add_row(plane, "" if stage == "end_to_end" else stage, name, value, *spread(metric))
     for field in ("tokens", "calls", "cpu", "wall_time", "dollars"):
-        table.add_row("economics", "", field, show_value(f"economics.{field}", means[f"economics.{field}"]))
+        metric = f"economics.{field}"
+        table.add_row("economics", "", field, show_value(metric, means[metric]), *spread(metric))
     console = Console() if Console().is_terminal else Console(width=140)
     console.print(table)
+    if intervals is None:
+        console.print("one run: its values are what that run measured, with no interval (n/a: one task)")
+    else:
+        console.print(f"95% CI of each mean: {next(iter(intervals.values()))['method']}", soft_wrap=True)
 
 
 def _scorecard_diff_table(result: dict[str, Any]) -> None:
@@ -159,17 +183,61 @@ def _scorecard_diff_table(result: dict[str, Any]) -> None:
 
     table = Table(title=f"scorecard diff: A = {result['selectors']['a']} ({result['runs']['a']} runs), "
                         f"B = {result['selectors']['b']} ({result['runs']['b']} runs)")  # fmt: skip
-    for column in ("metric", "A", "B", "change"):
+    for column in ("metric", "A", "B", "Δ (B − A)", "95% CI", "tasks", "change"):
         table.add_column(column)
     for row in result["metrics"]:
         style = {"better": "green", "worse": "red"}.get(row["change"], "")
         change = f"[{style}]{row['change']}[/{style}]" if style else row["change"]
-        table.add_row(row["metric"], show_value(row["metric"], row["a"]), show_value(row["metric"], row["b"]), change)
+        table.add_row(row["metric"], show_value(row["metric"], row["a"]), show_value(row["metric"], row["b"]),
+                      *_delta_cells(row), change)  # fmt: skip
     for row in result["economics"]:
-        table.add_row(row["metric"], show_value(row["metric"], row["a"]), show_value(row["metric"], row["b"]), "")
+        table.add_row(row["metric"], show_value(row["metric"], row["a"]), show_value(row["metric"], row["b"]),
+                      *_delta_cells(row), "")  # fmt: skip
     console = Console() if Console().is_terminal else Console(width=140)
     console.print(table)
+    console.print(f"intervals: {result['interval']}", soft_wrap=True)
+    _credit_table(console, result)
     console.print(result["attribution"])
+
+
+def _delta_cells(row: dict[str, Any]) -> tuple[str, str, str]:
+    """A change, its interval (or why it has none) and the number of tasks: the JSON row's numbers."""
+    from ..scorecard import show_change, show_change_interval
+
+    if row.get("delta") is None:
+        return "n/a", "n/a", str(row.get("tasks", 0))
+    return show_change(row["metric"], row["delta"]), show_change_interval(row["metric"], row), str(row["tasks"])
+
+
+def _credit_table(console: Any, result: dict[str, Any]) -> None:
+    """Per stage, the tasks whose gain (or loss) in resolution it is credited (or charged) with: only
+    tasks where it moved that way; and the tasks whose change no stage explains."""
+    from rich.table import Table
+
+    from ..scorecard import STAGES, show_delta
+
+    credit = result["credit"]
+    if not credit["gained"] and not credit["lost"]:
+        return
+    table = Table(title=f"credit, task by task: {len(credit['gained'])} task(s) gained, {len(credit['lost'])} lost "
+                        "(a task is credited only to the stages that moved on it in its direction)")  # fmt: skip
+    for column in ("stage", "gains credited", "losses charged", "its change on those tasks"):
+        table.add_column(column, overflow="fold")
+    for stage in STAGES:
+        found = credit["stages"][stage]
+        if not found["gained"] and not found["lost"]:
+            continue
+        changes = [f"{label}: " + "; ".join(f"{row['metric']} {show_delta(row['metric'], row)}" for row in found[key])
+                   for label, key in (("on the gains", "on_gained"), ("on the losses", "on_lost")) if found[key]]  # fmt: skip
+        table.add_row(stage, _tasks(found["gained"]), _tasks(found["lost"]), " | ".join(changes))
+    bare = credit["unattributed"]
+    if bare["gained"] or bare["lost"]:
+        table.add_row("(unattributed)", _tasks(bare["gained"]), _tasks(bare["lost"]), "no stage moved that way on them")
+    console.print(table)
+
+
+def _tasks(tasks: Sequence[str]) -> str:
+    return "-" if not tasks else f"{len(tasks)}: " + ", ".join(tasks[:10]) + (", ..." if len(tasks) > 10 else "")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

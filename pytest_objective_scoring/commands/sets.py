@@ -2,13 +2,16 @@
 
 Each handler parses, calls the core and renders (a rich table, or JSON with ``--json``).
 Every refusal is a :class:`~.sets.SetError`, which ``objective-score`` prints as
-``objective-score sets: error: ...`` with exit status 2.
+``objective-score sets: error: ...`` with exit status 2; with ``--json`` standard output holds it
+too, as ``{"error": ..., "exit": 2}`` (:func:`_json_refusals`), so a reader of the JSON never parses
+an empty output. Every string printed in a table is escaped (:func:`rich.markup.escape`).
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import functools
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -119,7 +122,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         sub.add_argument("--ledger", metavar="PATH", default=None, help=f"The ledger (default: {DEFAULT_LEDGER})")
         if table:
             sub.add_argument("--json", action="store_true", help="Print the result as JSON instead of a table")
-        sub.set_defaults(handler=handler)
+        sub.set_defaults(handler=_json_refusals(handler))
         return sub
 
     create = action("create", "Create a set (NAME@v1) from instances of a dataset; statuses come from the rules",
@@ -167,6 +170,27 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 # --- helpers ------------------------------------------------------------------------------------
 
 
+def _json_refusals(handler: Any) -> Any:
+    """``handler``, whose refusals (bad input: exit 2) are also printed on standard output as
+    ``{"error": MESSAGE, "exit": 2}`` when ``--json`` is given, then raised as before (the command line
+    prints the one line on standard error and exits 2)."""
+
+    @functools.wraps(handler)
+    def run(args: argparse.Namespace) -> int:
+        from ..errors import CommandError
+        from ..ledger import LedgerError, LedgerUnavailable
+
+        try:
+            result: int = handler(args)
+        except (sets.SetError, CommandError, LedgerError) as exc:
+            if getattr(args, "json", False) and not isinstance(exc, LedgerUnavailable):  # unavailable: exit 3
+                _print_json({"error": str(exc), "exit": 2})
+            raise
+        return result
+
+    return run
+
+
 def _path(args: argparse.Namespace) -> Path:
     return Path(args.ledger) if args.ledger else DEFAULT_LEDGER
 
@@ -206,9 +230,10 @@ def _select(instances: Sequence[Any], ids: Sequence[str], path: str, flag: str) 
 
 
 def _console() -> Any:
+    """A rich console that reads no emoji codes (a task named ``:x:`` prints as written)."""
     from rich.console import Console
 
-    return Console() if Console().is_terminal else Console(width=160)
+    return Console(emoji=False) if Console().is_terminal else Console(width=160, emoji=False)
 
 
 def _short(task_id: str) -> str:
@@ -220,12 +245,13 @@ def _print_json(value: Any) -> None:
 
 
 def _show_state(state: sets.SetState, ledger: Path) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     record = state.record
     console = _console()
-    head = Table(title=f"BenchmarkSet {record.set_id}" + ("" if state.current else
-                 f" (retired: the current version is v{state.latest_version})"), show_header=False)  # fmt: skip
+    head = Table(title=escape(f"BenchmarkSet {record.set_id}" + ("" if state.current else
+                 f" (retired: the current version is v{state.latest_version})")), show_header=False)  # fmt: skip
     head.add_column("field")
     head.add_column("value", overflow="fold")
     for key, value in record.to_dict().items():
@@ -233,21 +259,21 @@ def _show_state(state: sets.SetState, ledger: Path) -> None:
             value = f"{len(record.task_ids)} task(s), below"
         elif key == "last_decision_use":
             value = "null (never used in a decision)" if value is None else f"{value} ({sets.epoch_iso(value)})"
-        head.add_row(key, str(value).lower() if isinstance(value, bool) else str(value))
+        head.add_row(key, escape(str(value).lower() if isinstance(value, bool) else str(value)))
     console.print(head)
-    tasks = Table(title=f"tasks of {record.set_id} (cutoff {state.cutoff or 'none'}; statuses assigned by rule)")
+    tasks = Table(title=escape(f"tasks of {record.set_id} (cutoff {state.cutoff or 'none'}; statuses assigned by rule)"))
     for column in ("instance", "task id", "created_at", "status", "why"):
         tasks.add_column(column, overflow="fold")
     for task in state.tasks:
         style = "green" if task.status in sets.GENERALIZATION_GRADE else "yellow"
-        tasks.add_row(task.instance_id, _short(task.task_id), str(task.created_at or "-"),
-                      f"[{style}]{task.status}[/{style}]", task.why)  # fmt: skip
+        tasks.add_row(escape(task.instance_id), _short(task.task_id), escape(str(task.created_at or "-")),
+                      f"[{style}]{task.status}[/{style}]", escape(task.why))  # fmt: skip
     console.print(tasks)
     for retired in state.retired:
-        console.print(f"retired by the rotation to {record.set_id}: {retired['instance_id']} ({retired['why']})")
+        console.print(escape(f"retired by the rotation to {record.set_id}: {retired['instance_id']} ({retired['why']})"))
     for item in state.history:
-        console.print(f"ledger entry {item['seq']} {item['created']}: {item['set_id']} {item['summary']}")
-    console.print(f"ledger: {ledger}")
+        console.print(escape(f"ledger entry {item['seq']} {item['created']}: {item['set_id']} {item['summary']}"))
+    console.print(escape(f"ledger: {ledger}"))
 
 
 # --- handlers -----------------------------------------------------------------------------------
@@ -283,15 +309,16 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not rows:
         print(f"{path}: no benchmark sets (objective-score sets create NAME ...)")
         return 0
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"benchmark sets in {path} (current versions)")
+    table = Table(title=escape(f"benchmark sets in {path} (current versions)"))
     for column in ("set", "role", "status", "source", "tasks", "burned", "last decision use", "cutoff"):
         table.add_column(column, overflow="fold")
     for row in rows:
-        table.add_row(row["set_id"], row["role"], row["contamination_status"], row["refresh_source"],
-                      str(row["task_count"]), "yes" if row["burned"] else "no",
-                      sets.epoch_iso(row["last_decision_use"]), str(row["cutoff"] or "-"))  # fmt: skip
+        cells = (row["set_id"], row["role"], row["contamination_status"], row["refresh_source"], str(row["task_count"]),
+                 "yes" if row["burned"] else "no", sets.epoch_iso(row["last_decision_use"]), str(row["cutoff"] or "-"))
+        table.add_row(*(escape(cell) for cell in cells))
     _console().print(table)
     return 0
 
@@ -381,22 +408,23 @@ def cmd_gate(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(report)
         return 0 if result.usable else 1
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"gate {state.set_id} ({state.role}) at cutoff {result.cutoff}: "
-                        f"{len(result.eligible)} of {len(result.tasks)} task(s) may count for generalization")  # fmt: skip
+    table = Table(title=escape(f"gate {state.set_id} ({state.role}) at cutoff {result.cutoff}: "
+                               f"{len(result.eligible)} of {len(result.tasks)} task(s) may count for generalization"))  # fmt: skip
     for column in ("instance", "task id", "created_at", "eligible", "why not"):
         table.add_column(column, overflow="fold")
     for row in result.tasks:
-        table.add_row(row.instance_id, _short(row.task_id), str(row.created_at or "-"),
-                      "[green]yes[/green]" if row.eligible else "[red]no[/red]", "; ".join(row.why) or "-")  # fmt: skip
+        table.add_row(escape(row.instance_id), _short(row.task_id), escape(str(row.created_at or "-")),
+                      "[green]yes[/green]" if row.eligible else "[red]no[/red]", escape("; ".join(row.why) or "-"))  # fmt: skip
     console = _console()
     console.print(table)
     if result.usable:
-        console.print(f"{state.set_id} is usable for generalization at cutoff {result.cutoff} on its "
-                      f"{len(result.eligible)} eligible task(s)")  # fmt: skip
+        console.print(escape(f"{state.set_id} is usable for generalization at cutoff {result.cutoff} on its "
+                             f"{len(result.eligible)} eligible task(s)"))  # fmt: skip
     else:
-        console.print(f"[red]not usable for generalization:[/red] {result.refusal}")
+        console.print(f"[red]not usable for generalization:[/red] {escape(str(result.refusal))}")
     if args.out:
-        console.print(f"eligible instances written to: {args.out}")
+        console.print(escape(f"eligible instances written to: {args.out}"))
     return 0 if result.usable else 1
