@@ -186,6 +186,9 @@ def reassess(ledger: Any, record: dict[str, Any], details: dict[str, Any], *, na
     for other in family["comparisons"]:
         if other["name"] == name:
             continue
+        if recomputed(ledger, {"name": other["name"], "record": other["record"], "details": other["details"],
+                               "jobs_digest": other.get("jobs_digest")})[1]:  # fmt: skip
+            continue  # a comparison whose summary its graded runs do not bear out replicates nothing
         now = _admissible_now(ledger, other["details"], recorded_audits)  # as this one: under today's audits
         blockers = c2_blockers(now, other["record"], adjusted.get(other["name"]))
         replications.append({"name": other["name"], "benchmark": now["benchmark"]["id"],
@@ -261,10 +264,14 @@ def experiment_family(ledger: Any, change: str, name: str, record: dict[str, Any
     for entry in ledger.entries("ab_comparison"):
         if entry.data["name"] in manifests or entry.data["name"] == name:
             comparisons[entry.data["name"]] = {"name": entry.data["name"], "record": entry.data["record"],
-                                               "details": entry.data["details"]}  # fmt: skip
+                                               "details": entry.data["details"],
+                                               "jobs_digest": entry.data.get("jobs_digest")}  # fmt: skip
     comparisons[name] = {"name": name, "record": record, "details": details}
     manifests.setdefault(name, {"seq": None, "benchmark": details["benchmark"]["id"]})
     p_values = {n: _primary_p(comparisons[n]["details"]) if n in comparisons else None for n in manifests}
+    for other, compared in comparisons.items():  # another comparison its graded runs do not bear out: p = 1
+        if other != name and recomputed(ledger, compared)[1]:
+            p_values[other] = None
     adjusted = holm(p_values)
     members = []
     for member, info in sorted(manifests.items(), key=lambda item: (item[1]["seq"] is None, item[1]["seq"] or 0)):
@@ -311,3 +318,77 @@ def _verifier() -> str:
     from . import __version__
 
     return f"pytest-objective-scoring/{__version__}"
+
+
+def recomputed(ledger: Any, output: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A recorded comparison's details with its outcomes and primary test recomputed from the graded
+    runs it names (their score entries in ``ledger``), and every way the stored summary disagrees
+    with them. A claim is read from this, never from the stored summary alone: a row appended by
+    hand that says "20 tasks" for a 3-task experiment, or a resolve count edited in place, is a
+    disagreement, and the reader gives no claim.
+
+    What is checked: every graded run is a score entry of this experiment (``ab:NAME/ARM/seedN``), one
+    per arm, seed and task; the digest of their job keys is the comparison's ``jobs_digest`` (the
+    jobs planned from the pinned predictions and the task set); the resolve counts per seed and per
+    task, the number of tasks and the primary test's Δ and p-value follow from their outcomes."""
+    import hashlib
+
+    name, record, details = output["name"], output["record"], dict(output["details"])
+    graded = details.get("graded_runs")
+    if not graded:
+        return details, ["the comparison names no graded runs (written by an earlier version): its claim cannot be "
+                         "recomputed from evidence"]  # fmt: skip
+    wanted = {int(r["seq"]) for r in graded}
+    found = {e.seq: e.data for e in ledger.entries("score") if e.seq in wanted}
+    problems = []
+    missing = sorted(wanted - set(found))
+    if missing:
+        problems.append(f"graded run(s) {', '.join(map(str, missing[:5]))} are not score entries of this ledger")
+    arms = [arm["name"] for arm in record["arms"]]
+    seeds = [int(s) for s in record["seeds"]]
+    outcomes: dict[str, dict[tuple[int, str], bool]] = {arm: {} for arm in arms}
+    prefix = f"ab:{name}/"
+    keys = []
+    for seq, data in sorted(found.items()):
+        model = str(data.get("model_name_or_path") or "")
+        arm, _, seed_text = model[len(prefix):].partition("/seed") if model.startswith(prefix) else ("", "", "")
+        if arm not in outcomes or not seed_text.isdigit() or int(seed_text) not in seeds:
+            problems.append(f"graded run {seq} ({model or 'no model'}) is not a run of experiment {name!r}")
+            continue
+        key = (int(seed_text), str(data.get("instance_id")))
+        if key in outcomes[arm]:
+            problems.append(f"graded run {seq}: {arm} seed {key[0]} {key[1]} is graded twice")
+        outcomes[arm][key] = data.get("outcome") == "resolved"
+        keys.append(str(data.get("job_key")))
+    tasks = sorted({task for arm in arms for _, task in outcomes[arm]})
+    for arm in arms:
+        lacking = [(s, t) for s in seeds for t in tasks if (s, t) not in outcomes[arm]]
+        if lacking:
+            problems.append(f"arm {arm}: {len(lacking)} (seed, task) pair(s) have no graded run")
+    if problems:
+        return details, problems
+    digest = "sha256:" + hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()
+    if output.get("jobs_digest") is not None and digest != output["jobs_digest"]:
+        problems.append("the graded runs are not the jobs the comparison planned (their job keys' digest differs)")
+    if details.get("tasks") != len(tasks):
+        problems.append(f"the stored summary says {details.get('tasks')} task(s); its graded runs cover {len(tasks)}")
+    for arm in record["arms"]:
+        counts = [sum(outcomes[arm["name"]][(s, t)] for t in tasks) for s in seeds]
+        if list(arm["resolved"]) != counts:
+            problems.append(f"arm {arm['name']}: the stored resolve counts {list(arm['resolved'])} are not its graded "
+                            f"runs' {counts}")  # fmt: skip
+    per_task = {arm: {t: sum(outcomes[arm][(s, t)] for s in seeds) for t in tasks} for arm in arms}
+    if details.get("per_task_resolved_seeds") != per_task:
+        problems.append("the stored per-task resolve counts are not its graded runs'")
+    if "baseline" in outcomes and "candidate" in outcomes and tasks:
+        alpha = float((details.get("test") or {}).get("alpha") or 0.05)
+        delta, _, test = ab.compare(outcomes["baseline"], outcomes["candidate"], seeds, tasks, alpha,
+                                    bool(details.get("admissible")))  # fmt: skip
+        stored = details.get("test") or {}
+        if abs(float(record["result"]["delta"]) - delta) > 1e-9 or abs(float(stored.get("p_value", -1)) - test["p_value"]) > 1e-9:
+            problems.append(f"the stored delta or p-value ({record['result']['delta']:+.4f}, p = {stored.get('p_value')}) "
+                            f"are not its graded runs' ({delta:+.4f}, p = {test['p_value']:.4g})")  # fmt: skip
+        details["test"] = {**stored, **{k: v for k, v in test.items() if k != "secondary"},
+                           "secondary": test.get("secondary", stored.get("secondary"))}  # fmt: skip
+    details["evidence"] = {"graded_runs": len(found), "tasks": len(tasks), "recomputed": not problems}
+    return details, problems

@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import pytest
 
@@ -126,12 +126,6 @@ def test_c1_and_none_are_decided_as_before():
 # ---------------------------------------------------------------- recomputed when read, against the ledger
 
 
-def _instances() -> list[Any]:
-    from pytest_objective_scoring.instances import load_instances
-
-    return load_instances(DATASET)
-
-
 def _audit(ledger: Any, instance: Any, disposition: str = "valid") -> None:
     from pytest_objective_scoring.audit_ledger import record_audit
 
@@ -140,40 +134,80 @@ def _audit(ledger: Any, instance: Any, disposition: str = "valid") -> None:
                           "findings": findings, "checks": []}, instance.fields, every_days=30, environment={})  # fmt: skip
 
 
-def _audited_runs(ledger: Any, instances: list[Any]) -> list[dict[str, Any]]:
-    """Each task audited valid and one eligible run of it recorded: the comparison's ``graded_runs``."""
+def _fake_instances(name: str, count: int) -> list[Any]:
+    """``count`` distinct tasks of their own (content-addressed: each gets its own task id)."""
+    from pytest_objective_scoring.instances import parse_instance
+
+    return [parse_instance({"instance_id": f"{name}__t{i}", "repo": f"o/{name}", "base_commit": f"{i:040x}",
+                            "patch": f"diff {name} {i}", "test_patch": f"test {name} {i}", "FAIL_TO_PASS": [f"t{i}"],
+                            "PASS_TO_PASS": []}, f"{name}.json") for i in range(count)]  # fmt: skip
+
+
+def _graded_evidence(ledger: Any, name: str, instances: list[Any], gained: int,
+                     seeds: Sequence[int]) -> tuple[list[dict[str, Any]], dict[str, dict[tuple[int, str], bool]], str]:  # fmt: skip
+    """Score entries of experiment ``name``, one per arm, seed and task, as ``ab run`` writes them: the
+    baseline resolves nothing, the candidate the first ``gained`` tasks on every seed. Returns the
+    comparison's ``graded_runs``, the outcomes and the jobs digest."""
+    import hashlib
+
     from pytest_objective_scoring.sets import task_id_of
 
-    runs = []
-    for instance in instances:
-        _audit(ledger, instance)
-        entry = ledger.append("score", {"instance_id": instance.instance_id, "disposition": "eligible", "reasons": []})
-        runs.append({"seq": entry.seq, "task_id": task_id_of(instance)})
-    return runs
+    runs, keys = [], []
+    outcomes: dict[str, dict[tuple[int, str], bool]] = {"baseline": {}, "candidate": {}}
+    for arm in ("baseline", "candidate"):
+        for seed in seeds:
+            for index, instance in enumerate(instances):
+                resolved = arm == "candidate" and index < gained
+                key = hashlib.sha256(f"{name}/{arm}/{seed}/{instance.instance_id}".encode()).hexdigest()
+                entry = ledger.append("score", {"instance_id": instance.instance_id, "model_name_or_path":
+                                                f"ab:{name}/{arm}/seed{seed}", "job_key": key, "disposition": "eligible",
+                                                "reasons": [], "outcome": "resolved" if resolved else "not_resolved"})  # fmt: skip
+                runs.append({"seq": entry.seq, "task_id": task_id_of(instance)})
+                outcomes[arm][(seed, instance.instance_id)] = resolved
+                keys.append(key)
+    return runs, outcomes, "sha256:" + hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()
 
 
 def _stored_comparison(ledger: Any, name: str, change: str = "loc v2", benchmark: str = "bench-a",
-                       p_value: float = 0.001, recommendation: str = "keep", graded: list | None = None,
-                       claim: str = "C2", problems: list | None = None) -> None:  # fmt: skip
-    details, record = c2_facts(benchmark={"id": benchmark}, test={"test": "primary", "primary": True, "alpha": 0.05, "p_value": p_value},
-                               record_change_under_test=change,
-                               record_result={"significant": "yes" if p_value < 0.05 else "no", "delta": 0.2,
+                       p_value: float = 0.001, recommendation: str = "keep", instances: list | None = None,
+                       claim: str = "C2", problems: list | None = None) -> list[Any]:  # fmt: skip
+    """A comparison whose summary its graded runs bear out, as ``ab run`` writes it, on ``instances``
+    (24 tasks of its own, each audited valid, by default). ``p_value`` picks the evidence: 0.05 or more,
+    no task gained (p = 1); from 0.01, 4 of 24 tasks gained on every seed (p about 0.04); below, 12 of
+    24 (p far below 0.01). Returns the instances."""
+    from pytest_objective_scoring import ab
+
+    if instances is None:
+        instances = _fake_instances(name, 24)
+        for instance in instances:
+            _audit(ledger, instance)
+    seeds = [1, 2, 3, 4, 5]
+    gained = 0 if p_value >= 0.05 else (round(len(instances) / 6) if p_value >= 0.01 else len(instances) // 2)
+    graded, outcomes, jobs_digest = _graded_evidence(ledger, name, instances, gained, seeds)
+    ids = sorted(i.instance_id for i in instances)
+    delta, significant, test = ab.compare(outcomes["baseline"], outcomes["candidate"], seeds, ids, 0.05, True)
+    details, record = c2_facts(benchmark={"id": benchmark}, test=test, tasks=len(ids), record_change_under_test=change,
+                               record_result={"significant": significant, "delta": delta,
                                               "recommendation": recommendation})  # fmt: skip
-    details["graded_runs"] = graded or []
+    details["graded_runs"] = graded
     details["claim"] = claim
     details["problem_digests"] = problems
+    details["per_task_resolved_seeds"] = {arm: {t: sum(outcomes[arm][(s, t)] for s in seeds) for t in ids}
+                                          for arm in ("baseline", "candidate")}  # fmt: skip
     details.update(benchmark={"id": benchmark, "revision": "1", "metric_space": "binary_resolved"}, task_set="s@v1",
                    recommendation_because="by rule", pass_at_k={}, role="regression")  # fmt: skip
     cost = {"tokens": None, "calls": None, "cpu": 1.0, "wall_time": 1.0, "dollars": None}
     record["frozen"] = {"model": "m", "temperature": 0, "token_budget": 1, "tool_budget": 1, "task_set": "s",
                         "environment_image": "i", "timeout": 1, "candidate_count": 1}  # fmt: skip
-    record["arms"] = [{"name": name, "harness_version": version, "resolved": [10] * 5, "mean": 0.4, "variance": 0.0,
+    record["arms"] = [{"name": arm, "harness_version": version, "mean": 0.4, "variance": 0.0,
+                       "resolved": [sum(outcomes[arm][(s, t)] for t in ids) for s in seeds],
                        "confidence_interval": [0.2, 0.6], "cost": cost}
-                      for name, version in (("baseline", "h-1"), ("candidate", "h-2"))]  # fmt: skip
+                      for arm, version in (("baseline", "h-1"), ("candidate", "h-2"))]  # fmt: skip
     ledger.append("ab_manifest", {"name": name, "digest": "sha256:x", "manifest": {"change_under_test": change,
                                   "benchmark": {"id": benchmark}}, "task_set": {}})  # fmt: skip
     ledger.append("ab_comparison", {"name": name, "manifest_digest": "sha256:x", "record": record, "details": details,
-                                    "claim_c2": claim in ("C2", "C3"), "jobs_digest": "sha256:y"})  # fmt: skip
+                                    "claim_c2": claim in ("C2", "C3"), "jobs_digest": jobs_digest})  # fmt: skip
+    return instances
 
 
 @pytest.mark.slow
@@ -181,9 +215,8 @@ def test_a_claim_is_recomputed_when_read_and_a_later_audit_downgrades_it_saying_
     from pytest_objective_scoring.ledger import Ledger
 
     path = tmp_path / "ledger.sqlite"
-    instances = _instances()
     with Ledger(path) as ledger:
-        _stored_comparison(ledger, "exp-c2", graded=_audited_runs(ledger, instances))
+        instances = _stored_comparison(ledger, "exp-c2")
     shown = json.loads(run_cli("ab", "show", "exp-c2", "--ledger", str(path), "--json").stdout)["details"]
     assert shown["claim"] == "C2" and "claim_downgraded" not in shown
     with Ledger(path) as ledger:  # a later audit finds one task invalid: every verdict on it is
@@ -191,7 +224,7 @@ def test_a_claim_is_recomputed_when_read_and_a_later_audit_downgrades_it_saying_
     done = run_cli("ab", "show", "exp-c2", "--ledger", str(path), "--json")
     shown = json.loads(done.stdout)["details"]
     assert shown["claim"] == "C0" and shown["claim_downgraded"]["from"] == "C2" and shown["claim_downgraded"]["to"] == "C0"
-    assert "invalid runs are not admissible: task_audit_invalid (1)" in " ".join(shown["claim_downgraded"]["because"])
+    assert "invalid runs are not admissible: task_audit_invalid (10)" in " ".join(shown["claim_downgraded"]["because"])
     table = run_cli("ab", "show", "exp-c2", "--ledger", str(path))
     assert "DOWNGRADED from C2 (when written) to C0" in table.stdout
     report = run_cli("ab", "report", "exp-c2", "--ledger", str(path), "--out", str(tmp_path / "report"))
@@ -214,9 +247,10 @@ def test_every_experiment_on_the_change_is_listed_and_counted_a_rejected_one_inc
     family = shown["family"]
     assert family["experiments"] == 3 and [m["name"] for m in family["members"]] == ["first-try", "renamed-retry", "never-run"]
     first, retry, never = family["members"]
-    assert first["status"] == "compared" and first["recommendation"] == "reject" and first["p_value"] == 0.6
+    assert first["status"] == "compared" and first["recommendation"] == "reject" and first["p_value"] == 1.0
     assert never["status"] == "preregistered, not run" and never["holm_p_value"] == 1.0
-    assert retry["holm_p_value"] == pytest.approx(0.09) and shown["holm_p_value"] == pytest.approx(0.09)
+    assert 0.01 < retry["p_value"] < 0.05, "significant alone"
+    assert retry["holm_p_value"] == pytest.approx(3 * retry["p_value"]) == shown["holm_p_value"]
     assert shown["claim"] == "C0" and shown["claim_downgraded"]["from"] == "C2"
     assert "not significant once the 3 experiments on this change are counted" in shown["claim_reasons"][1]
     report = run_cli("ab", "report", "renamed-retry", "--ledger", str(path), "--out", str(tmp_path / "r"))
@@ -465,11 +499,9 @@ def test_a_replication_counts_only_if_it_still_reaches_c2_under_todays_audits(tm
     from pytest_objective_scoring.ledger import Ledger
 
     path = tmp_path / "ledger.sqlite"
-    instances = _instances()
     with Ledger(path) as ledger:
-        runs = _audited_runs(ledger, instances)
-        _stored_comparison(ledger, "here", p_value=0.001, graded=runs[:2], problems=[f"{P}h1", f"{P}h2"], claim="C3")
-        _stored_comparison(ledger, "there", benchmark="bench-b", p_value=0.001, graded=runs[2:], problems=[f"{P}t1"])
+        _stored_comparison(ledger, "here", p_value=0.001, problems=[f"{P}h1", f"{P}h2"], claim="C3")
+        there = _stored_comparison(ledger, "there", benchmark="bench-b", p_value=0.001, problems=[f"{P}t1"])
 
     def claim_of_here() -> dict:
         with Ledger(path, read_only=True) as ledger:
@@ -477,8 +509,8 @@ def test_a_replication_counts_only_if_it_still_reaches_c2_under_todays_audits(tm
             return reassess(ledger, stored["record"], stored["details"], name="here")
 
     assert claim_of_here()["claim"] == "C3"
-    with Ledger(path) as ledger:  # a later audit finds the task only "there" was graded on invalid
-        _audit(ledger, instances[2], "invalid")
+    with Ledger(path) as ledger:  # a later audit finds a task only "there" was graded on invalid
+        _audit(ledger, there[0], "invalid")
     now = claim_of_here()
     assert now["claim"] == "C2" and now["claim_downgraded"]["from"] == "C3"
     assert "not C3: no C2 replication" in " ".join(now["claim_reasons"])

@@ -688,20 +688,55 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+class NoClaim(Exception):
+    """The evidence behind a claim does not hold (a tampered ledger, a summary its graded runs do not
+    bear out): no claim is printed, exit 1."""
+
+
 def _latest(args: argparse.Namespace) -> dict[str, Any]:
-    from ..ledger import Ledger
+    """The latest comparison named ``args.name``, its claim recomputed from evidence: the ledger's
+    chain verified first (and its seals, with the ledger key), then the outcomes and the primary test
+    recomputed from the graded runs (:func:`.ab_comparison.recomputed`), then the claim reassessed."""
+    from ..ab_comparison import recomputed
+    from ..ledger import Ledger, LedgerError, key_from_environment, verify
 
     path = _ledger(args)
     if not path.exists():
         raise _error(f"--ledger {path}: no such ledger")
+    try:
+        checked = verify(path, key=key_from_environment())
+    except LedgerError as exc:
+        raise NoClaim(f"{path}: {exc}") from None
+    if not checked.ok:
+        raise NoClaim(f"{path} fails verification, so no claim is read from it: " + "; ".join(checked.problems[:5])
+                      + " (objective-score ledger verify)")  # fmt: skip
     with Ledger(path, read_only=True) as ledger:
         found = [{"seq": e.seq, **e.data} for e in ledger.entries("ab_comparison") if e.data["name"] == args.name]
         names = sorted({e.data["name"] for e in ledger.entries("ab_comparison")})
         if not found:
             raise _error(f"no comparison named {args.name!r} in {path} (comparisons: {', '.join(names) or 'none'})")
         latest = found[-1]  # its claim as the ledger stands now, not as it stood when it was written
-        latest["details"] = reassess(ledger, latest["record"], latest["details"], name=args.name)
+        details, problems = recomputed(ledger, latest)
+        if problems:
+            raise NoClaim(f"comparison {args.name!r} (ledger seq {latest['seq']}): its stored summary is not borne out "
+                          "by its graded runs, so no claim is read from it: " + "; ".join(problems[:5]))  # fmt: skip
+        latest["details"] = reassess(ledger, latest["record"], details, name=args.name)
+    if checked.seals == "unchecked":
+        latest["details"]["ledger_seals"] = "not checked: the ledger is sealed with a key this reader was not given"
     return latest
+
+
+def _claim_reader(handler: Any) -> Any:
+    """``handler`` with :class:`NoClaim` said in one line on stderr, exit 1 (never a claim printed)."""
+
+    def read(args: argparse.Namespace) -> int:
+        try:
+            return int(handler(args))
+        except NoClaim as exc:
+            print(f"objective-score ab {args.action}: no claim: {exc}", file=sys.stderr)
+            return 1
+
+    return read
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -749,12 +784,12 @@ def register(sub: Any) -> None:
 
     show = actions.add_parser("show", help="Show the latest comparison of an experiment")
     show.add_argument("name", metavar="NAME")
-    show.set_defaults(handler=cmd_show)
+    show.set_defaults(handler=_claim_reader(cmd_show))
 
     report = actions.add_parser("report", help="Write the comparison as Markdown and a self-contained HTML page with plots")
     report.add_argument("name", metavar="NAME")
     report.add_argument("--out", metavar="DIR", default="ab-report", help="Where to write report.md and report.html (default: ab-report)")
-    report.set_defaults(handler=cmd_report)
+    report.set_defaults(handler=_claim_reader(cmd_report))
 
     for action in (pre, run, show, report):
         action.add_argument("--ledger", metavar="PATH", default=None, help=f"The ledger (default: {DEFAULT_LEDGER})")

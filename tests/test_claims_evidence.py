@@ -1,0 +1,120 @@
+"""Claims read only from verified evidence (issue 29): ``ab show`` and ``ab report`` verify the
+ledger first and recompute the comparison from its graded runs; a forged or edited row gives no
+claim (exit 1), never a C2 printed from a stored summary."""
+
+from __future__ import annotations
+
+import copy
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from pytest_objective_scoring.ledger import Ledger
+
+from .runner_helpers import run_cli_here
+from .test_ab_claims import _stored_comparison
+from .test_ledger_seal import KEY, _forge
+
+
+def _last_comparison(path: Path) -> dict:
+    with Ledger(path, read_only=True) as ledger:
+        return next(e.data for e in reversed(list(ledger.entries("ab_comparison"))))
+
+
+def test_an_honest_comparison_is_read_with_its_claim(tmp_path):
+    path = tmp_path / "l.sqlite"
+    with Ledger(path) as ledger:
+        _stored_comparison(ledger, "exp")
+    shown = run_cli_here("ab", "show", "exp", "--ledger", str(path), "--json")
+    assert shown.returncode == 0, shown.stderr
+    details = json.loads(shown.stdout)["details"]
+    assert details["claim"] == "C2" and details["evidence"] == {"graded_runs": 240, "tasks": 24, "recomputed": True}
+
+
+def test_a_row_appended_by_hand_with_a_recomputed_hash_gives_no_claim(tmp_path):
+    """The issue's forgery: sqlite3, an ab_comparison row saying 20 tasks and C2 for a 3-task
+    experiment, its hash recomputed so that the chain verifies."""
+    path = tmp_path / "l.sqlite"
+    with Ledger(path) as ledger:
+        instances = _stored_comparison(ledger, "small", p_value=0.6, recommendation="reject", claim="C0")
+    stored = _last_comparison(path)
+    forged = copy.deepcopy(stored)
+    forged["details"].update(tasks=20, claim="C2")
+    forged["record"]["result"].update(significant="yes", recommendation="keep", delta=0.3)
+    forged["details"]["test"]["p_value"] = 0.001
+    _forge(path, "ab_comparison", forged)
+    assert run_cli_here("ledger", "verify", "--ledger", str(path)).returncode == 0, "the chain alone cannot tell"
+    for action in (("show", "small"), ("report", "small", "--out", str(tmp_path / "r"))):
+        result = run_cli_here("ab", *action, "--ledger", str(path))
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "no claim" in result.stderr and "C2" not in result.stdout
+        assert "the stored summary says 20 task(s); its graded runs cover 24" in result.stderr
+        assert "are not its graded runs'" in result.stderr
+    assert not (tmp_path / "r").exists(), "no report is written from a forged summary"
+    assert len(instances) == 24
+
+
+def test_a_row_edited_in_place_fails_verification_and_gives_no_claim(tmp_path):
+    path = tmp_path / "l.sqlite"
+    with Ledger(path) as ledger:
+        _stored_comparison(ledger, "exp", p_value=0.6, recommendation="reject", claim="C0")
+    conn = sqlite3.connect(path)
+    conn.execute("DROP TRIGGER entries_no_update")
+    seq, body = conn.execute("SELECT seq, body FROM entries WHERE kind = 'ab_comparison'").fetchone()
+    conn.execute("UPDATE entries SET body = ? WHERE seq = ?", (body.replace('"reject"', '"keep"'), seq))
+    conn.commit()
+    conn.close()
+    result = run_cli_here("ab", "show", "exp", "--ledger", str(path))
+    assert result.returncode == 1 and "fails verification, so no claim is read from it" in result.stderr
+    assert "claim level" not in result.stdout
+
+
+def test_graded_runs_that_are_not_the_experiments_give_no_claim(tmp_path):
+    path = tmp_path / "l.sqlite"
+    with Ledger(path) as ledger:
+        _stored_comparison(ledger, "exp")
+        other = ledger.append("score", {"instance_id": "x", "model_name_or_path": "ab:another/baseline/seed1",
+                                        "outcome": "resolved", "job_key": "k"})  # fmt: skip
+    stored = _last_comparison(path)
+    forged = copy.deepcopy(stored)
+    forged["details"]["graded_runs"][0]["seq"] = other.seq
+    _forge(path, "ab_comparison", forged)
+    result = run_cli_here("ab", "show", "exp", "--ledger", str(path))
+    assert result.returncode == 1 and f"graded run {other.seq} (ab:another/baseline/seed1) is not a run of" in result.stderr
+
+
+def test_a_sealed_ledger_read_without_its_key_says_the_seals_were_not_checked(tmp_path, monkeypatch):
+    key_file = tmp_path / "key"
+    key_file.write_bytes(KEY)
+    path = tmp_path / "l.sqlite"
+    with Ledger(path, key=KEY) as ledger:
+        _stored_comparison(ledger, "exp")
+    monkeypatch.setenv("OBJECTIVE_SCORE_LEDGER_KEY_FILE", str(key_file))
+    shown = run_cli_here("ab", "show", "exp", "--ledger", str(path), "--json")
+    assert shown.returncode == 0 and "ledger_seals" not in json.loads(shown.stdout)["details"]
+    _forge(path, "score", {"instance_id": "x"})  # appended without the key
+    refused = run_cli_here("ab", "show", "exp", "--ledger", str(path))
+    assert refused.returncode == 1 and "not sealed with the ledger's key" in refused.stderr
+    monkeypatch.delenv("OBJECTIVE_SCORE_LEDGER_KEY_FILE")
+    unkeyed = run_cli_here("ab", "show", "exp", "--ledger", str(path), "--json")
+    assert json.loads(unkeyed.stdout)["details"]["ledger_seals"].startswith("not checked")
+
+
+@pytest.mark.parametrize("forged_replication", [False, True])
+def test_a_replication_its_graded_runs_do_not_bear_out_replicates_nothing(tmp_path, forged_replication):
+    from .test_ab_claims import P
+
+    path = tmp_path / "l.sqlite"
+    with Ledger(path) as ledger:
+        _stored_comparison(ledger, "here", p_value=0.001, problems=[f"{P}h1"], claim="C3")
+        _stored_comparison(ledger, "there", benchmark="bench-b", p_value=0.001, problems=[f"{P}t1"])
+    if forged_replication:  # the replication's own row replaced by one whose runs are another experiment's
+        stored = _last_comparison(path)
+        forged = copy.deepcopy(stored)
+        forged["details"]["tasks"] = 30
+        _forge(path, "ab_comparison", forged)
+    shown = run_cli_here("ab", "show", "here", "--ledger", str(path), "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["details"]["claim"] == ("C2" if forged_replication else "C3")
