@@ -85,6 +85,8 @@ def edit(path: str, value: Any) -> dict[str, Any]:
         ("decision_rule.alpha", 0.2, "decision_rule.alpha: expected a number above 0 and at most 0.1, got 0.2"),
         ("decision_rule.task_effect_sd", 0.0, "decision_rule.task_effect_sd: expected the assumed spread of per-task effects, between 0.1 and 1"),
         ("decision_rule.min_effect", 1.0, "decision_rule.min_effect: expected the smallest uplift worth detecting"),
+        ("decision_rule.run_effect_sd", -0.1, "decision_rule.run_effect_sd: expected the assumed spread of a seed run's"),
+        ("decision_rule.run_effect_sd", True, "decision_rule.run_effect_sd: expected"),
         ("frozen.timeout", float("inf"), "field 'timeout': expected a finite number, got inf"),
         ("change_under_test", "loc v2\n**Claim level supported: C3**", "field 'change_under_test': control characters"),
         ("model_training_cutoff", "not a date", "field 'model_training_cutoff': cutoff 'not a date': not an ISO 8601"),
@@ -97,6 +99,16 @@ def test_a_bad_manifest_is_refused_naming_the_field(path, value, expected):
     with pytest.raises(ab.ABError) as caught:
         ab.parse_manifest(edit(path, value), "m.json")
     assert expected in str(caught.value) and str(caught.value).startswith("m.json")
+
+
+def test_a_run_shock_in_the_decision_rule_enters_the_power_statement():
+    from pytest_objective_scoring.commands.ab import design_power
+
+    plain = ab.parse_manifest(MANIFEST, "m")
+    shocked = ab.parse_manifest(edit("decision_rule.run_effect_sd", 0.1), "m")
+    assert plain.run_effect_sd == 0.0 and shocked.run_effect_sd == 0.1
+    calm, rough = design_power(plain, 30), design_power(shocked, 30)
+    assert rough["mde"] > calm["mde"] and "seed-run shocks with sd 0.1 (decision_rule.run_effect_sd)" in rough["statement"]
 
 
 def test_frozen_fields_a_run_declares_are_checked_and_undeclared_ones_are_unknown():
