@@ -270,6 +270,34 @@ def damage(path: Path) -> str | None:
     return None
 
 
+def foreign_tables(conn: sqlite3.Connection) -> list[str]:
+    """The tables of a database that are not a ledger's (a database named as ``--ledger`` by mistake)."""
+    return sorted(name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                  if name not in ("entries", "meta") and not name.startswith("sqlite_"))  # fmt: skip
+
+
+def ledger_path_problem(path: Path) -> str | None:
+    """Why ``path``, which exists, cannot be appended to as a ledger, read before any work (never
+    written): not a ledger file (:func:`damage`), or someone else's SQLite database. None for a
+    ledger, and for what the append itself must find out (locks, permissions, a full disk)."""
+    problem = damage(path)
+    if problem is not None:
+        return None if problem == "an empty file, not a ledger" else problem  # the empty file: its own rule
+    try:
+        conn = _connect_read_only(path)
+    except (sqlite3.DatabaseError, LedgerError, OSError):
+        return None
+    try:
+        if _schema_version(conn) == 0 and foreign_tables(conn):
+            return (f"an SQLite database that is not a ledger (it holds the table(s) {', '.join(foreign_tables(conn)[:5])}): "
+                    "never turned into one; name a new path")  # fmt: skip
+    except (sqlite3.DatabaseError, LedgerError):
+        return None
+    finally:
+        conn.close()
+    return None
+
+
 def _schema_version(conn: sqlite3.Connection) -> int | None:
     """The recorded schema version; 0 for a file with no ledger tables; None when the meta row was removed."""
     tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -348,7 +376,11 @@ class Ledger:
             if version == 0:
                 if read_only:
                     raise LedgerError("an SQLite database, but not a ledger (it has no ledger tables)")
-                self._empty = True  # someone else's empty database: converted only by an append
+                foreign = foreign_tables(self.conn)
+                if foreign:  # someone else's database, named by mistake: never turned into a ledger
+                    raise LedgerError(f"an SQLite database that is not a ledger (it holds the table(s) "
+                                      f"{', '.join(foreign[:5])}): never turned into one; name a new path")  # fmt: skip
+                self._empty = True  # an SQLite file with no tables at all: made a ledger only by an append
         except LedgerError as exc:
             self._close_quietly()
             raise LedgerError(f"{self.path}: {exc}") from None

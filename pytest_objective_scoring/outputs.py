@@ -169,6 +169,7 @@ def input_folder_problems(args: argparse.Namespace) -> list[str]:
     return found
 
 
+VERIFYING_READERS = {("ab", "show"), ("ab", "report")}  # and every `ledger` action: they verify, and say tampered
 EMPTY_LEDGER_AGE = 10.0  # seconds: an empty ledger file older than this is not one being made right now
 
 
@@ -182,13 +183,22 @@ def ledger_file_problem(args: argparse.Namespace) -> str | None:
     if not isinstance(value, (str, os.PathLike)) or not str(value):
         return None
     path = Path(value)
-    try:
-        found = path.stat()
-    except PermissionError:
-        return f"--ledger {path}: permission denied (a folder on its path cannot be entered)"
-    except OSError:
+    found, problem = _lstat_problem(path)
+    if problem:
+        return f"--ledger {path}: {problem}"
+    if found is None:
         return None
-    if not stat.S_ISREG(found.st_mode) or found.st_size:
+    if stat.S_ISDIR(found.st_mode):
+        return f"--ledger {path}: a directory, not a ledger file"
+    if stat.S_ISREG(found.st_mode) and found.st_size:
+        if (getattr(args, "command", None), getattr(args, "action", None)) in VERIFYING_READERS or \
+                getattr(args, "command", None) == "ledger":  # fmt: skip
+            return None  # a damaged ledger is theirs to report: tampered (exit 1), never bad input
+        from .ledger import ledger_path_problem
+
+        damaged = ledger_path_problem(path)
+        return None if damaged is None else f"--ledger {path}: {damaged}"
+    if not stat.S_ISREG(found.st_mode):
         return None
     if any(Path(f"{path}{suffix}").exists() for suffix in ("-wal", "-journal")):
         return None

@@ -235,3 +235,45 @@ def test_an_environments_test_cmd_the_pytest_runner_would_ignore_is_refused(tmp_
     assert result.returncode == 2, result.stderr
     assert "field 'test_cmd' 'pytest -x -k nothing': the pytest runner runs pytest itself" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("kind", ["directory", "garbage", "foreign", "loop"])
+def test_a_ledger_path_that_is_no_ledger_is_refused_before_work(tmp_path, kind):
+    """A directory, a file that is not SQLite, someone else's SQLite database (it was silently turned
+    into a ledger: tables and triggers added to it) or a link loop: refused before anything is graded."""
+    import sqlite3
+
+    ledger = tmp_path / "l.sqlite"
+    if kind == "directory":
+        ledger.mkdir()
+    elif kind == "garbage":
+        ledger.write_bytes(b"not a database")
+    elif kind == "foreign":
+        conn = sqlite3.connect(ledger)
+        conn.execute("CREATE TABLE notes (x)")
+        conn.commit()
+        conn.close()
+    else:
+        ledger.symlink_to(ledger)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = run_cli_here(*GRADE, "--ledger", str(ledger), cwd=tmp_path)
+    _one_line_refusal(result, f"--ledger {ledger}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    if kind == "foreign":
+        conn = sqlite3.connect(ledger)
+        assert [n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")] == ["notes"]
+        conn.close()
+
+
+def test_a_foreign_database_is_never_turned_into_a_ledger_by_a_writer_that_skips_the_checks(tmp_path):
+    import sqlite3
+
+    from pytest_objective_scoring.ledger import Ledger, LedgerError
+
+    path = tmp_path / "db.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE notes (x)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(LedgerError, match="not a ledger .*notes"):
+        Ledger(path).append("score", {})
