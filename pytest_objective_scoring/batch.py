@@ -897,25 +897,26 @@ def write_instance_logs(folder: Path, job: Job, row: Mapping[str, Any], run_id: 
     """Write one result's folder of the log tree: ``envelope.json`` (a fresh grading; for a result
     read back from the ledger ``ledger_entry.json``, the recorded entry), ``patch.diff`` (the
     candidate as submitted), ``report.json`` (SWE-bench's per-instance report) and
-    ``test_output.txt``. A result read back from the ledger whose folder exists (this run id,
-    continued) leaves it as it is. Returns whether anything was written."""
+    ``test_output.txt``, each written whole (a full disk leaves no 0-byte file to hold the run id
+    later). A result read back from the ledger whose folder is whole (this run id, continued: its last
+    file is there) leaves it as it is. Returns whether anything was written."""
+    from .atomic import write_whole
     from .envelope import dumps
 
-    if envelope is None and folder.exists():
+    if envelope is None and (folder / "test_output.txt").exists():  # written last: the folder is whole
         return False
     folder.mkdir(parents=True, exist_ok=True)
     if envelope is not None:
         data = {**envelope, "ledger": {"path": ledger, "seq": row.get("ledger_seq"),
                                        **({"error": row["ledger_error"]} if row.get("ledger_error") else {})}}  # fmt: skip
-        (folder / "envelope.json").write_text(dumps(data), encoding="utf-8")
+        write_whole(folder / "envelope.json", dumps(data))
         (folder / RESUMED_ENTRY).unlink(missing_ok=True)
         report = (envelope.get("swebench") or {}).get("report") or swebench_instance_report(
             job.instance.instance_id, row["failure_class"], envelope.get("tests") or [], row.get("failure_detail"))
         output = output_log(envelope, job, run_id)
     else:
         assert recorded is not None
-        (folder / RESUMED_ENTRY).write_text(json.dumps({**recorded, "job_key": job.key}, indent=2, ensure_ascii=False) + "\n",
-                                            encoding="utf-8")  # fmt: skip
+        write_whole(folder / RESUMED_ENTRY, json.dumps({**recorded, "job_key": job.key}, indent=2, ensure_ascii=False) + "\n")
         report = swebench_instance_report(job.instance.instance_id, row["failure_class"], recorded.get("tests") or [],
                                           row.get("failure_detail"))  # fmt: skip
         output = (f"objective-score grade-batch, run {run_id}: {job.instance.instance_id}, model {job.prediction.model}\n"
@@ -923,9 +924,9 @@ def write_instance_logs(folder: Path, job: Job, row: Mapping[str, Any], run_id: 
                   + f" (from {job.environment or '--python'})\n"
                   f"outcome: {row['failure_class']}, read back from the ledger (score entry {recorded.get('seq')}): graded "
                   "by an earlier run, whose test output the ledger does not keep (see that run's log folder)\n")  # fmt: skip
-    (folder / "patch.diff").write_bytes(job.patch.encode("utf-8", "surrogateescape"))
-    (folder / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (folder / "test_output.txt").write_text(output, encoding="utf-8", errors="surrogateescape")
+    write_whole(folder / "patch.diff", job.patch.encode("utf-8", "surrogateescape"))
+    write_whole(folder / "report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    write_whole(folder / "test_output.txt", output.encode("utf-8", "surrogateescape"))
     return True
 
 

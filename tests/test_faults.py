@@ -119,6 +119,30 @@ def test_a_batch_on_a_full_disk_loses_no_result_and_leaves_no_empty_run_report(t
     assert (tmp_path / "m.r1.json").stat().st_size > 0
 
 
+def test_a_log_tree_on_a_full_disk_leaves_no_empty_file_and_its_run_id_resumes(tmp_path):
+    """SWE-bench's log tree on a disk that fills: no 0-byte envelope.json (it held the run id against
+    the same command run again: "holds another grading")."""
+    with tmpfs(tmp_path / "small", "64k") as place:
+        predictions = tmp_path / "p.jsonl"
+        predictions.write_text(json.dumps({"instance_id": "fixtures__intervals-1", "model_name_or_path": "m",
+                                           "model_patch": GOLD.read_text()}) + "\n")  # fmt: skip
+        with open(place / "filler", "wb") as handle:  # every block taken: the folders fit, their files do not
+            try:
+                handle.write(b"\0" * (1 << 20))
+            except OSError:
+                pass
+        args = ("grade-batch", "--dataset", str(FIXTURES / "datasets" / "fixtures.jsonl"), "--predictions",
+                str(predictions), "--repos", str(FIXTURES / "repos"), "--ledger", str(tmp_path / "l.sqlite"),
+                "--log-dir", str(place / "logs"), "--run-id", "f3")  # fmt: skip
+        first = run_cli(*args)
+        assert "Traceback" not in first.stderr
+        assert not [p for p in (place / "logs").rglob("*") if p.is_file() and p.stat().st_size == 0], "no 0-byte file"
+        (place / "filler").unlink()
+        again = run_cli(*args)
+        assert again.returncode == 0, again.stderr
+        assert list((place / "logs").rglob("envelope.json")) or list((place / "logs").rglob("ledger_entry.json"))
+
+
 def test_harbor_run_on_a_full_disk_prints_its_result(full_disk):
     result = run_cli("harbor", "run", str(FIXTURES / "harbor" / "fix-csv-total"), "--solution", "--out",
                      str(full_disk / "out"))  # fmt: skip
