@@ -50,6 +50,7 @@ OUTPUTS: dict[tuple[str, str | None], tuple[tuple[str, str], ...]] = {
     ("ab", "report"): (("--out", DIR),),
     ("receipt", None): (("--out", FILE),),
     ("sets", "gate"): (("--out", FILE),),
+    ("examples", None): (("DIR", DIR),),
 }
 
 
@@ -321,7 +322,7 @@ def problems_of(args: argparse.Namespace) -> list[str]:
         if ledger_problem:
             problems.append(ledger_problem)
     for option, kind in options:
-        value = getattr(args, option.lstrip("-").replace("-", "_"), None)
+        value = getattr(args, option.lstrip("-").replace("-", "_").lower(), None)
         if value is None:
             continue
         problem = (file_problem if kind == FILE else dir_problem)(option, value)

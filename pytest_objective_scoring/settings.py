@@ -58,9 +58,6 @@ def resolve_settings(config: Any, usage_error: type[Exception]) -> Settings:
     instance_id, _ = pick("objective_instance_id", "objective_instance_id")
     out, out_source = pick("objective_score_out", "objective_score_out", ENV_OUT)
     out_path = _path(config, out, out_source)
-    if out_path is not None and out_path.is_dir():
-        raise usage_error(f"--objective-score-out {out} (from {out_source}): {out_path} is a directory; "
-                          "expected the file to write the envelope to")  # fmt: skip
     _check_output(usage_error, "--objective-score-out", out_path, out_source)
     compat, source = pick("objective_compat", "objective_compat")
     if compat is not None and compat not in options.COMPAT_MODES:
@@ -126,8 +123,11 @@ def _check_output(usage_error: type[Exception], option: str, path: Path | None, 
 
     if path is None:
         return
-    if path.parent.name == OWN_FOLDER and not path.parent.exists() and path.parent.parent.is_dir():
-        return
+    try:
+        if path.parent.name == OWN_FOLDER and not path.parent.exists() and path.parent.parent.is_dir():
+            return
+    except OSError:  # a folder that cannot be entered, a name too long: file_problem says which
+        pass
     problem = file_problem(option, path)
     if problem:
         raise usage_error(f"{problem} (from {source})")

@@ -277,3 +277,15 @@ def test_a_foreign_database_is_never_turned_into_a_ledger_by_a_writer_that_skips
     conn.close()
     with pytest.raises(LedgerError, match="not a ledger .*notes"):
         Ledger(path).append("score", {})
+
+
+@pytest.mark.parametrize("kind", ["too-long", "loop", "missing-parent"])
+def test_examples_into_a_path_that_cannot_be_a_folder_is_one_line(tmp_path, kind):
+    if kind == "loop":
+        (tmp_path / "loop").symlink_to(tmp_path / "loop")
+        target = tmp_path / "loop" / "x"
+    elif kind == "too-long":
+        target = tmp_path / ("e" * 300)
+    else:
+        target = tmp_path / "missing" / "x"
+    _one_line_refusal(run_cli_here("examples", str(target), cwd=tmp_path), "DIR")

@@ -513,8 +513,23 @@ def test_an_envelope_file_that_is_a_directory_is_a_usage_error(pytester, write_i
     result = pytester.runpytest_inprocess(f"--objective-score={write_instance(['test_a.py::test_a'])}",
                                           "--objective-score-out=outdir", "--objective-gate")  # fmt: skip
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*--objective-score-out outdir (from command line): {pytester.path / 'outdir'} is a "
-                                 "directory; expected the file to write the envelope to*"])  # fmt: skip
+    result.stderr.fnmatch_lines([f"*--objective-score-out {pytester.path / 'outdir'}: is a directory: expected a file "
+                                 "(from command line)*"])  # fmt: skip
+
+
+@pytest.mark.parametrize("where", ["too-long", "loop"])
+def test_an_envelope_path_that_cannot_be_a_file_is_a_usage_error_never_an_internal_error(pytester, write_instance, where):
+    pytester.makepyfile(test_a="def test_a():\n    pass\n")
+    if where == "loop":
+        (pytester.path / "loop").symlink_to(pytester.path / "loop")
+        out = "loop"
+    else:
+        out = "o" * 300 + ".json"
+    result = pytester.runpytest_inprocess(f"--objective-score={write_instance(['test_a.py::test_a'])}",
+                                          f"--objective-score-out={out}")  # fmt: skip
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.stderr.fnmatch_lines(["*--objective-score-out *: * (from command line)*"])
 
 
 def test_an_envelope_file_that_cannot_be_written_is_said_and_the_ledger_still_records_the_run(pytester, write_instance):
