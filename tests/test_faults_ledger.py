@@ -200,3 +200,14 @@ def test_a_full_disk_met_while_a_command_appends_is_one_line_exit_3(full_disk): 
     assert result.returncode == 3, result.stderr
     assert result.stderr.count("\n") == 1 and "infrastructure failure (exit 3)" in result.stderr
     _no_partial(full_disk)
+
+
+def test_grade_batch_with_a_new_ledger_on_a_full_disk_is_exit_3(tmp_path, full_disk):  # noqa: F811 (the fixture)
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text(json.dumps({"instance_id": "fixtures__intervals-1", "model_name_or_path": "m",
+                                       "model_patch": GOLD.read_text()}) + "\n")  # fmt: skip
+    result = run_cli_here("grade-batch", "--dataset", str(FIXTURES / "datasets" / "fixtures.jsonl"), "--predictions",
+                          str(predictions), "--repos", str(FIXTURES / "repos"), "--ledger", str(full_disk / "new.sqlite"))  # fmt: skip
+    assert result.returncode == 3, result.stderr
+    assert "infrastructure failure (exit 3)" in result.stderr and "Traceback" not in result.stderr
+    _no_partial(full_disk)

@@ -192,6 +192,10 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
             raise IsADirectoryError("a directory, not a ledger file")
         opened = Ledger(ledger_path)
     except Exception as exc:
+        from ..ledger import LedgerUnavailable
+
+        if isinstance(exc, LedgerUnavailable):  # a full disk or an I/O error: the machine's, exit 3 (cli.main)
+            raise
         raise CommandError(f"--ledger {ledger_path}: cannot be opened ({ledger_problem(exc, ledger_path)}); "
                            "nothing was graded") from None  # fmt: skip
     logs = _LogTree(log_dir, run_id, ledger_path)
