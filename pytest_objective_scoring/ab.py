@@ -58,6 +58,7 @@ DEFAULT_ALPHA: Final = 0.05
 PROMOTION_SEEDS: Final = 5  # RFC 5.3: N >= 5 per comparison cell before a promotion claim
 MAX_ALPHA: Final = 0.1  # a decision rule may be stricter than 0.05; C2 itself needs alpha <= 0.05 (ab_claims)
 MAX_MIN_EFFECT: Final = 0.5  # an uplift of more than half the tasks is not a "smallest effect worth detecting"
+MAX_TIMEOUT: Final = 7 * 24 * 3600.0  # frozen.timeout: a week at most, as --timeout (options.MAX_SECONDS)
 MIN_TASK_EFFECT_SD: Final = 0.1  # the floor of the assumed task spread: real tasks never respond alike
 
 
@@ -304,6 +305,9 @@ def review_change(manifest: Manifest, known: Sequence[Mapping[str, Any]],
 
 
 def parse_frozen(data: Any, where: str) -> FrozenConfig:
+    """The manifest's frozen configuration, every field checked; ``timeout`` is more than 0 and at most
+    :data:`MAX_TIMEOUT` (a week: the bound ``--timeout`` has), refused at preregistration, not met as an
+    overflow in every grading."""
     if not isinstance(data, Mapping):
         raise ABError(f"{where}: field 'frozen': expected an object with {', '.join(FROZEN_TYPES)}")
     extra = sorted(set(data) - set(FROZEN_TYPES))
@@ -318,6 +322,9 @@ def parse_frozen(data: Any, where: str) -> FrozenConfig:
                       "candidate per task and seed (repeat seeds for more samples: pass@k is computed over them)")  # fmt: skip
     if not values["timeout"] > 0 or not values["temperature"] >= 0:
         raise ABError(f"{where}: frozen: timeout must be > 0 and temperature >= 0")
+    if not values["timeout"] <= MAX_TIMEOUT:  # 1e300 would overflow every grading's deadline, after the work began
+        raise ABError(f"{where}: frozen: field 'timeout': {values['timeout']:g} seconds; at most {MAX_TIMEOUT:.0f} "
+                      "(a week, as --timeout)")  # fmt: skip
     return FrozenConfig(**values)
 
 

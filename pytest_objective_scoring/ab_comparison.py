@@ -20,13 +20,29 @@ def _sum(values: Sequence[Any]) -> Any:
     return None if not values or any(v is None for v in values) else sum(values)
 
 
+class UngradedRuns(ValueError):
+    """Some gradings of a comparison failed for the environment: no comparison is computed from them."""
+
+
+def environment_failures(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows whose grading was an infrastructure failure, or whose result the ledger could not take
+    (``ledger_error``: no graded run to cite). Either is an outcome of neither arm (the machine, not the
+    patch, failed): until it is graded again, the comparison does not exist."""
+    return [row for row in rows if row.get("failure_class") == "infrastructure_failure" or row.get("ledger_error")]
+
+
 def summarize_comparison(manifest: ab.Manifest, eligible: Sequence[tuple[str, str]], task_set: Any,
                          by_prediction: dict[tuple[str, str], dict[str, Any]], undeclared: list[str],
                          python: str) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
     """The ABComparison record and its details from every graded prediction of both arms, on the
-    ``eligible`` (task id, instance id) pairs."""
+    ``eligible`` (task id, instance id) pairs. Raises :class:`UngradedRuns` when any grading is an
+    infrastructure failure (:func:`environment_failures`): it is never counted as unresolved."""
     from dataclasses import asdict
 
+    failed = environment_failures(list(by_prediction.values()))
+    if failed:
+        raise UngradedRuns(f"{len(failed)} of {len(by_prediction)} grading(s) failed for the environment "
+                           "(infrastructure failures): they are outcomes of neither arm; grade them again")  # fmt: skip
     tasks = sorted(instance_id for _, instance_id in eligible)
     n = len(tasks)
     arms, per_seed, per_task, costs_per_seed = [], {}, {}, {}
@@ -330,7 +346,8 @@ def recomputed(ledger: Any, output: dict[str, Any]) -> tuple[dict[str, Any], lis
     What is checked: every graded run is a score entry of this experiment (``ab:NAME/ARM/seedN``), one
     per arm, seed and task; the digest of their job keys is the comparison's ``jobs_digest`` (the
     jobs planned from the pinned predictions and the task set); the resolve counts per seed and per
-    task, the number of tasks and the primary test's Δ and p-value follow from their outcomes."""
+    task, the number of tasks and the primary test's Δ and p-value follow from their outcomes; none of
+    them is an infrastructure failure (an earlier version counted one as unresolved)."""
     import hashlib
 
     name, record, details = output["name"], output["record"], dict(output["details"])
@@ -358,6 +375,9 @@ def recomputed(ledger: Any, output: dict[str, Any]) -> tuple[dict[str, Any], lis
         key = (int(seed_text), str(data.get("instance_id")))
         if key in outcomes[arm]:
             problems.append(f"graded run {seq}: {arm} seed {key[0]} {key[1]} is graded twice")
+        if data.get("outcome") == "infrastructure_failure":  # written by an earlier version, which counted it unresolved
+            problems.append(f"graded run {seq}: {arm} seed {key[0]} {key[1]} is an infrastructure failure, an outcome "
+                            "of neither arm")  # fmt: skip
         outcomes[arm][key] = data.get("outcome") == "resolved"
         keys.append(str(data.get("job_key")))
     tasks = sorted({task for arm in arms for _, task in outcomes[arm]})

@@ -264,15 +264,49 @@ def _num(value: Any, spec: str) -> str:
 
 
 def write_report(output: Mapping[str, Any], out: Path) -> list[Path]:
-    """Write ``report.md`` (plots beside it as PNG files) and ``report.html`` (plots inline)."""
-    out.mkdir(parents=True, exist_ok=True)
+    """Write ``report.md`` (plots beside it as PNG files) and ``report.html`` (plots inline), all or
+    none (:func:`write_all`)."""
     images = _plots(output)
-    for name, data in images.items():
-        (out / name).write_bytes(data)
-    (out / "report.md").write_text(markdown(output, {name: name for name in images}), encoding="utf-8")
     inline = {name: "data:image/png;base64," + base64.b64encode(data).decode("ascii") for name, data in images.items()}
-    (out / "report.html").write_text(_html(markdown(output), inline, output["name"]), encoding="utf-8")
-    return [out / "report.md", out / "report.html", *(out / name for name in images)]
+    files: dict[str, str | bytes] = {"report.md": markdown(output, {name: name for name in images}),
+                                     "report.html": _html(markdown(output), inline, output["name"]), **images}  # fmt: skip
+    return write_all(out, files)
+
+
+def write_all(out: Path, files: Mapping[str, str | bytes]) -> list[Path]:
+    """Write every file of ``files`` into the folder ``out`` (made if missing), all or none: each is first
+    written whole beside its place under a hidden name (:func:`.atomic.write_whole`: a temporary
+    file, fsynced, renamed), and only when every one is on the disk are they renamed into place. A full disk (any
+    ``OSError``) leaves no 0-byte, truncated or hidden file, the files that were there as they were,
+    and no folder this call made; the error is raised."""
+    import os
+    import secrets
+
+    from .atomic import write_whole
+
+    made = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    tail = f".{os.getpid()}.{secrets.token_hex(4)}.staged"
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for name, data in files.items():
+            target = out / name
+            target = Path(os.path.realpath(target)) if target.is_symlink() else target  # a link keeps being a link
+            hidden = target.with_name(f".{target.name}{tail}")
+            write_whole(hidden, data)
+            staged.append((hidden, target))
+        for hidden, target in staged:
+            os.replace(hidden, target)
+    except BaseException:
+        for hidden, _ in staged:
+            hidden.unlink(missing_ok=True)
+        if made:
+            try:
+                out.rmdir()  # only when empty: nothing of anyone else's goes
+            except OSError:
+                pass
+        raise
+    return [out / name for name in files]
 
 
 def _html(text: str, images: Mapping[str, str], name: str) -> str:

@@ -174,6 +174,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = signal.signal(signal.SIGTERM, terminate) if main_thread else None  # as Ctrl-C does, exit 143
     try:
         ledger_from_environment(args)
+        from . import inputs
+
+        closed = inputs.closed_output_problem()  # `>&-`: nothing printed could be read; said before any work
+        if closed:
+            if sys.stderr is not None:
+                print(f"objective-score {args.command}: infrastructure failure (exit 3): {closed}", file=sys.stderr)
+            return EXIT_INFRASTRUCTURE
+        undecodable = inputs.undecodable_options(parser, args)  # a name that is not UTF-8 cannot be recorded
+        if undecodable:
+            raise CommandError(undecodable)
         # before any work: every output path the command line names, and the optional dependencies it needs
         problems = outputs.problems_of(args)
         extra = outputs.extra_problem(args)

@@ -493,10 +493,11 @@ def _result(node: _Node) -> tuple[str, str, tuple[str, ...]]:
 
 
 def _duration(attrs: Mapping[str, str]) -> float:
-    try:
-        return max(float(attrs.get("time", 0) or 0), 0.0)
-    except ValueError:
-        return 0.0
+    """A JUnit ``time``, at least 0; one that is not a finite number (``nan``, ``inf``, ``1e999``) is
+    unknown: 0.0 (:func:`.reports.finite_duration`)."""
+    from .reports import finite_duration
+
+    return max(finite_duration(attrs.get("time", 0) or 0) or 0.0, 0.0)
 
 
 def _event(runner: str, name: str, classname: str, suite: str, file: str | None) -> tuple[str, str] | None:

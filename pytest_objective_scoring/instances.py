@@ -235,13 +235,36 @@ def _finite_number(text: str) -> float:
 
 
 def _loads(where: str, text: str) -> Any:
+    """One JSON value of an instance file: a key given twice, ``NaN``, a number too long or too
+    large, and a string holding a lone surrogate (``"\\ud800"``: no test output, envelope or ledger
+    can be written with it: the gold would be graded, then get no verdict) are refused by name."""
     try:
-        return nesting.loads(text, object_pairs_hook=_once_each, parse_constant=_refuse_constant,
-                             parse_int=_whole_number, parse_float=_finite_number)  # fmt: skip
+        value = nesting.loads(text, object_pairs_hook=_once_each, parse_constant=_refuse_constant,
+                              parse_int=_whole_number, parse_float=_finite_number)  # fmt: skip
+        lone = surrogate_problem(text, value)
+        if lone:
+            raise _NotJson(lone)
+        return value
     except _TwiceGiven as exc:
         raise InstanceError(where, exc.key, TWICE) from None
     except _NotJson as exc:
         raise InstanceError(where, None, str(exc)) from None
+
+
+def surrogate_problem(text: str, value: Any) -> str | None:
+    """Why the parsed JSON ``value`` of ``text`` is not Unicode text (a string or key holding a lone
+    surrogate, ``"\\ud800"``), or None; the walk and the wording of :func:`.cost_ledger.loads`, and
+    only when ``text`` holds such an escape (most texts are never walked)."""
+    from .cost_ledger import _SURROGATE_ESCAPE, _lone_surrogate
+
+    if not _SURROGATE_ESCAPE.search(text):
+        return None
+    found = _lone_surrogate(value)
+    if found is None:
+        return None
+    at = next(i for i, c in enumerate(found) if "\ud800" <= c <= "\udfff")
+    return (f"a string holding a lone surrogate ({found[at]!r} at character {at}): not Unicode text, it can be "
+            "neither graded nor recorded: expected UTF-8 text")
 
 
 def _json_rows(path: Path, text: str) -> Iterator[tuple[str, Any]]:

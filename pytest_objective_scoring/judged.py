@@ -24,17 +24,79 @@ MAX_BYTES: Final = 1 << 30
 EXPECTED: Final = "JSONL or JSON rows with task_id, harness and score"
 
 
+ROW_FIELDS: Final = ("task_id", "harness", "score")
+TWICE: Final = ("given twice in one object: JSON keeps the last and drops the first silently, so which value is "
+                "imported would be an accident")
+
+
+def _value(text: str, where: str, invalid: str) -> Any:
+    """One JSON value (:func:`.cost_ledger.loads`: NaN, overlong numbers, lone surrogates refused), every
+    object's keys given once (:func:`.instances._once_each`, as an instance's are); ``invalid`` words a
+    syntax error from its ``json.JSONDecodeError``."""
+    import json
+
+    from . import nesting
+    from .cost_ledger import NotJson, loads
+    from .instances import _once_each, _TwiceGiven
+
+    try:
+        value = loads(text)
+        nesting.loads(text, object_pairs_hook=_once_each)  # the same text again: only keys given twice stop it
+    except NotJson as exc:
+        raise CommandError(f"{where}: {exc}") from None
+    except _TwiceGiven as exc:
+        raise CommandError(f"{where}: field {exc.key!r} {TWICE}") from None
+    except json.JSONDecodeError as exc:
+        raise CommandError(f"{where}: {invalid.format(exc=exc)}") from None
+    return value
+
+
+def _is_jsonl(path: Path, text: str) -> bool:
+    """Whether ``text`` is JSONL, decided by its content, not by its name alone (``<(...)`` is
+    ``/dev/fd/63``): a ``.jsonl`` name, or a first line that alone is a JSON object holding a row field
+    (task_id, harness or score). A JSON list, a keyed object or a row written over several lines is not."""
+    from . import nesting
+
+    if path.name.endswith(".jsonl"):
+        return True
+    first = next((line for line in text.split("\n") if line.strip()), "")
+    try:
+        value = nesting.loads(first)
+    except ValueError:  # not one line's value (a document over several lines), or not JSON: said when read
+        return False
+    return isinstance(value, dict) and any(name in value for name in ROW_FIELDS)
+
+
+def read_judged(path: Path, text: str) -> list[tuple[str, Any]]:
+    """``(where, row)`` for every row of a judged file: JSONL (one object per line, :func:`_is_jsonl`),
+    a JSON list of rows, one row, or an object of rows keyed by name. Any object with a key given twice
+    is refused by name (:func:`_value`)."""
+    if not text.strip():
+        raise CommandError(f"{path}: the file is empty: expected {EXPECTED}")
+    if _is_jsonl(path, text):
+        return [(f"{path}:{n}", _value(line, f"{path}:{n}", "invalid JSON in JSONL line: {exc.msg}"))
+                for n, line in enumerate(text.split("\n"), 1) if line.strip()]  # fmt: skip
+    value = _value(text, str(path), "invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}")
+    if isinstance(value, list):
+        return [(f"{path} [item {index}]", row) for index, row in enumerate(value)]
+    if isinstance(value, dict) and any(name in value for name in ROW_FIELDS):
+        return [(str(path), value)]
+    if isinstance(value, dict):
+        return [(f"{path} [{key!r}]", row) for key, row in value.items()]
+    raise CommandError(f"{path}: expected {EXPECTED}")
+
+
 def parse_rows(path: Path, benchmark: str, judge: str) -> list[dict[str, Any]]:
     """The ledger entries of a judged file's rows, each labelled judge-based and not admissible. The
-    file is read once (``<(...)`` and ``-`` work) through :func:`.cost_ledger.input_text`; a named pipe
-    nobody writes to, a device, a file over :data:`MAX_BYTES`, NaN or a number too long to read is
-    a :class:`CommandError` of one line."""
-    from .batch import BatchError, read_rows
+    file is read once (``<(...)`` and ``-`` work) through :func:`.cost_ledger.input_text` and its rows
+    told apart by content (:func:`read_judged`); a named pipe nobody writes to, a device, a file over
+    :data:`MAX_BYTES`, NaN, a number too long to read or a key given twice is a :class:`CommandError`
+    of one line."""
     from .cost_ledger import UnreadableInput, finite_number, input_text, shown
 
     try:
-        rows = list(read_rows(path, input_text(path, MAX_BYTES, EXPECTED)))
-    except (UnreadableInput, BatchError) as exc:
+        rows = read_judged(path, input_text(path, MAX_BYTES, EXPECTED))
+    except UnreadableInput as exc:
         raise CommandError(str(exc)) from None
     entries = []
     for where, row in rows:

@@ -52,6 +52,7 @@ import ast
 import codecs
 import hashlib
 import json
+import math
 import os
 import re
 import stat
@@ -237,6 +238,17 @@ class ReportInput:
                  missing: str = "no such file", directory: str | None = None, expected: str = EXPECTED) -> None:  # fmt: skip
         self.name = Path(name) if name is not None else path
         self.error = error
+        self.stdin = str(path) == "-"
+        self.handle: IO[bytes]
+        if self.stdin:  # standard input, checked for what it is (.inputs.stdin_problem), read as a pipe
+            from .inputs import InputProblem, open_input
+
+            try:
+                self.handle = open_input("-")
+            except InputProblem as exc:
+                raise error(self.name, str(exc)) from None
+            self.pipe, self.size, self.digest, self.done = True, None, hashlib.sha256(), 0
+            return
         try:
             mode = os.stat(path).st_mode
         except FileNotFoundError:
@@ -252,7 +264,7 @@ class ReportInput:
             if self.pipe:  # opened without waiting for a writer; with none, the first read is the end
                 fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
                 os.set_blocking(fd, True)
-                self.handle: IO[bytes] = os.fdopen(fd, "rb")
+                self.handle = os.fdopen(fd, "rb")
             else:
                 self.handle = open(path, "rb")
         except OSError as exc:
@@ -265,7 +277,8 @@ class ReportInput:
         return self
 
     def __exit__(self, *_: object) -> None:
-        self.handle.close()
+        if not self.stdin:  # standard input stays open: it is the process's, not this reader's
+            self.handle.close()
 
     def chunks(self) -> Iterator[bytes]:
         while True:
@@ -274,7 +287,7 @@ class ReportInput:
             except OSError as exc:
                 raise self.error(self.name, f"cannot be read: {exc.strerror}") from None
             if not data:
-                if self.pipe and not self.done:
+                if self.pipe and not self.done and not self.stdin:  # empty standard input: said as empty
                     raise self.error(self.name, NO_WRITER)
                 return
             self.done += len(data)
@@ -291,19 +304,20 @@ def seekable(path: str | Path, progress: Say | None = None, *, error: type[Repor
     that cannot be read at all is left to the reader, which says why). A :class:`ReportError` raised
     inside names ``path``, not the copy."""
     path = Path(path)
+    stdin = str(path) == "-"  # standard input (--from-report -): copied as a pipe is
     try:
-        mode = os.stat(path).st_mode
+        mode = 0 if stdin else os.stat(path).st_mode
     except OSError:
         mode = 0
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
         ReportInput(path, error=error, expected=expected)  # raises
-    if not stat.S_ISFIFO(mode):
+    if not stat.S_ISFIFO(mode) and not stdin:
         yield path
         return
     with tempfile.TemporaryDirectory(prefix="objective-score-report-") as folder:
-        copy = Path(folder) / (path.name or "report")
+        copy = Path(folder) / ("report" if stdin else path.name or "report")
         with ReportInput(path, error=error, expected=expected) as source, open(copy, "wb") as out:
-            said = Progress(progress, "copying", f"{path} (a pipe) to a temporary file")
+            said = Progress(progress, "copying", f"{'standard input' if stdin else path} (a pipe) to a temporary file")
             for data in source.chunks():
                 out.write(data)
                 said.update(source.done)
@@ -499,7 +513,22 @@ def _parse_reportlog(path: Path, lines: Iterable[tuple[str, bool]], said: Progre
 
 
 def _number(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+    """A phase's duration: a finite number, else 0.0 (unknown, as when absent)."""
+    return float(value) if finite_duration(value) is not None else 0.0
+
+
+def finite_duration(value: Any) -> float | None:
+    """A duration a report gives (a number, or JUnit's ``time`` text) as a finite float, or None:
+    ``NaN``, ``Infinity``, ``1e999`` are unknown, never written into an envelope (JSON holds no NaN,
+    and the ledger refuses it). Unknown rather than refused: a timing is what the report says about
+    the run's cost, never about its outcomes, which stay graded."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value) if isinstance(value, (int, float, str)) else None
+    except (ValueError, OverflowError):
+        return None
+    return number if number is not None and math.isfinite(number) else None
 
 
 def _object(value: Any) -> dict[str, Any]:
@@ -665,7 +694,8 @@ class _JsonReport:
         parsed.platform = _str_or_none(environment.get("Platform"))
         parsed.rootdir = _str_or_none(values.get("root"))
         duration = values.get("duration")
-        parsed.duration = round(float(duration), 3) if isinstance(duration, (int, float)) else None
+        total = finite_duration(duration) if isinstance(duration, (int, float)) else None
+        parsed.duration = round(total, 3) if total is not None else None
         return parsed
 
 
@@ -1377,10 +1407,7 @@ def _case_of(path: Path, node: _Node) -> _Case:
         name = ""  # pytest's trace of the test it was running when the session was interrupted
     elif name is None:
         raise ReportError(path, "has no name attribute", line=node.line, element="<testcase>")
-    try:
-        duration = float(node.attrs.get("time", 0) or 0)
-    except ValueError:
-        duration = 0.0
+    duration = finite_duration(node.attrs.get("time", 0) or 0) or 0.0
     results = [c for c in node.children if c.tag in ("failure", "error", "skipped")]
     # pytest before 9.2 escapes characters beyond the BMP ("#x1F600"), later ones keep them:
     # both spellings read as the escaped one, which junit_key produces.

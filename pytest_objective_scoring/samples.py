@@ -333,7 +333,7 @@ def _rows(lines: Iterator[tuple[int, int, bytes]], path: Path, label: str, what:
             head = text.lstrip()
             if not head.startswith("["):
                 try:
-                    rows.append((f"{path}:{number}", nesting.loads(text)))
+                    rows.append((f"{path}:{number}", _loads(text, f"{path}:{number}", what)))
                     continue
                 except json.JSONDecodeError as exc:
                     error = SampleError(f"{path}:{number}: not JSON ({exc.msg}); expected one JSON object per line "
@@ -345,11 +345,11 @@ def _rows(lines: Iterator[tuple[int, int, bytes]], path: Path, label: str, what:
             if head.startswith("["):
                 return _array_rows(whole, path, what)
             try:  # one object spread over several lines
-                return _objects([(f"{path}:{number}", json.loads(whole))], path, what)
+                return _objects([(f"{path}:{number}", _loads(whole, f"{path}:{number}", what))], path, what)
             except json.JSONDecodeError:
                 raise (error or SampleError(f"{path}:{number}: not JSON; expected {what}")) from None
         try:
-            value = nesting.loads(text)
+            value = _loads(text, f"{path}:{number}", what)
         except json.JSONDecodeError as exc:
             raise SampleError(f"{path}:{number}: not JSON ({exc.msg}); expected one JSON object per line ({what})") from None
         rows.append((f"{path}:{number}", value))
@@ -358,13 +358,26 @@ def _rows(lines: Iterator[tuple[int, int, bytes]], path: Path, label: str, what:
     return _objects(rows, path, what)
 
 
+def _loads(text: str, where: str, what: str) -> Any:
+    """One JSON text of a samples or problems file by :func:`.cost_ledger.loads`' rules: ``NaN``,
+    ``Infinity``, a whole number over 4,300 digits, a number past a double's range and a lone
+    surrogate (``"\\ud800"``) are refused by name (:class:`SampleError`, exit 2): none can be
+    recorded, and a long number was a traceback. A JSON syntax error is left to the caller."""
+    from .cost_ledger import NotJson, loads
+
+    try:
+        return loads(text)
+    except NotJson as exc:
+        raise SampleError(f"{where}: {exc} (in {what})") from None
+
+
 def _array_rows(text: str, path: Path, what: str) -> list[tuple[str, dict[str, Any]]]:
     """The rows of a whole JSON array, each with the line it starts on."""
     stripped = text.lstrip()
     rows: list[tuple[str, Any]] = []
     decoder = json.JSONDecoder()
     try:
-        nesting.loads(text)
+        _loads(text, str(path), what)
     except json.JSONDecodeError as exc:
         raise SampleError(f"{path}:{exc.lineno}: not JSON ({exc.msg}); expected a JSON array of {what} or JSON Lines") from None
     pos = len(text) - len(stripped) + 1

@@ -148,7 +148,10 @@ def epoch_iso(epoch: int | None) -> str:
     """An epoch as UTC ISO 8601 (``never`` for None)."""
     if epoch is None:
         return "never"
-    return _dt.datetime.fromtimestamp(epoch, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        return _dt.datetime.fromtimestamp(epoch, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (ValueError, OverflowError, OSError):  # beyond the years a date holds: said as the number it is
+        return f"epoch {epoch}"
 
 
 # --- the record -------------------------------------------------------------------------------

@@ -474,13 +474,17 @@ def test_a_quarantined_run_makes_the_comparison_undetermined():
 
     rows = {(f"ab:exp-1/{arm}/seed{seed}", task): row("resolved" if arm == "candidate" else "not_resolved")
             for arm in ("baseline", "candidate") for seed in (1, 2) for task in tasks.values()}  # fmt: skip
-    rows[("ab:exp-1/candidate/seed2", "t-b")] = row("infrastructure_failure")
+    # an infrastructure failure is not a quarantined run: it is no outcome, and no comparison is computed over it
+    # (tests/test_faults_ab.py); a run an audit quarantined is an outcome the comparison cannot use
+    rows[("ab:exp-1/candidate/seed2", "t-b")] = {**row("not_resolved"), "disposition": "quarantined",
+                                                  "reasons": ["task_audit_missing"]}  # fmt: skip
     record, details = summarize_comparison(manifest, sorted(tasks.items()), task_set, rows, [], "/usr/bin/python3")
     assert record["result"]["significant"] == "undetermined" and record["result"]["recommendation"] == "pare_back"
-    assert details["inadmissible_because"] == ["1 grading(s) were infrastructure failures: those runs are quarantined"]
+    assert details["inadmissible_because"] == ["quarantined runs are not admissible: task_audit_missing (1)"]
     from pytest_objective_scoring.ab_claims import claim_level
 
-    assert claim_level(details, record)[0] == "none"
+    level, reasons = claim_level(details, record)
+    assert level == "C0" and "the evidence is not admissible (quarantined runs are not admissible" in reasons[1]
     assert [a["resolved"] for a in record["arms"]] == [[0, 0], [2, 1]]
 
 

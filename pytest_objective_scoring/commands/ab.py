@@ -3,6 +3,10 @@
 The rules are in :mod:`~pytest_objective_scoring.ab`, the comparison record and its re-reading in
 :mod:`~pytest_objective_scoring.ab_comparison`; grading reuses ``grade-batch``'s machinery
 (:mod:`~pytest_objective_scoring.jobs`: the same jobs, the same resume, the same ledger records).
+
+Why over 800 lines: ``ab run`` is one transaction-ordered sequence (pin, grade, refuse on an
+environment failure, burn, record) whose checks must be read in the order they run, and the claim
+readers share its ledger reading; split, the order would be spread over modules.
 """
 
 from __future__ import annotations
@@ -14,12 +18,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .. import ab
-from ..errors import CommandError, interrupted_status
+from ..errors import EXIT_INFRASTRUCTURE, CommandError, interrupted_status
 from ..identity import shown_name
 from ..ledger import DEFAULT_LEDGER
-from ..ab_comparison import reassess, summarize_comparison
+from ..ab_comparison import environment_failures, reassess, summarize_comparison
 from . import HELP
-from .shared import environments_of, probe_environments
+from .shared import environments_of, existing_ledger, probe_environments
 
 AB_EPILOG = """\
 A walk-through is in docs/ab.md. In short:
@@ -388,6 +392,17 @@ def check_pinned_predictions(pinned: dict[str, Any], arm: str, path: Path, finge
                      "a new experiment")  # fmt: skip
 
 
+def _preregistered_ledger(args: argparse.Namespace) -> Path:
+    """``--ledger``, which must exist (:func:`.shared.existing_ledger`, a check that only reads): ``ab run``
+    grades a preregistered experiment, so a ledger that is not there is refused before anything,
+    a ledger file included, is made."""
+    try:
+        return existing_ledger(args)
+    except CommandError as exc:
+        raise _error(f"{exc}: ab run grades only an experiment preregistered in it (objective-score ab preregister "
+                     f"{args.manifest} first); nothing was made") from None  # fmt: skip
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .. import batch
     from ..jobs import grade_jobs
@@ -400,10 +415,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if importlib.util.find_spec("scipy") is None:  # checked before any grading, not after
         raise _error("ab run computes its statistics with scipy: pip install 'pytest-objective-scoring[stats]'")
+    path = _preregistered_ledger(args)  # read, never made: a missing ledger holds no preregistration
     manifest, data = _load_manifest(args.manifest)
     digest = ab.manifest_digest(data)
     files = _arm_files(args.arm, manifest)
-    with Ledger(_ledger(args)) as ledger:
+    with Ledger(path) as ledger:
         registered = _registered(ledger, manifest.name)
         if registered is None:
             raise _error(f"experiment {manifest.name!r} is not preregistered: run objective-score ab preregister "
@@ -492,11 +508,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             if raced is not None:  # another run of the experiment pinned its predictions a moment ago
                 for arm, path in files.items():
                     check_pinned_predictions(raced, arm, path, fingerprints[arm])
-        try:
-            rows, _ = grade_jobs(ledger, jobs, settings, workers=args.workers, scheduler=args.scheduler, quiet=args.json)
+        try:  # an infrastructure failure is never "already graded": it is graded again (grade-batch --retry-infra)
+            rows, _ = grade_jobs(ledger, jobs, settings, workers=args.workers, scheduler=args.scheduler, quiet=args.json,
+                                 retry_infra=not existing)  # fmt: skip
         except KeyboardInterrupt as exc:
             print("objective-score ab run: interrupted; run the same command again to resume", file=sys.stderr)
             return interrupted_status(exc)
+        if not existing:
+            failed = environment_failures([rows[j.key] for j in jobs])
+            if failed:
+                return _environment_failed(failed, len(jobs))
         by_prediction = {(j.prediction.model, j.instance.instance_id): rows[j.key] for j in jobs}
         invalid = sorted({f"{model.rsplit('/', 2)[-2]} {model.rsplit('/', 1)[-1]} {task}: {', '.join(row.get('reasons') or [])}"
                           for (model, task), row in by_prediction.items() if row.get("disposition") == "invalid"})  # fmt: skip
@@ -543,6 +564,21 @@ def cmd_run(args: argparse.Namespace) -> int:
             return _print(output, args)
     output = {"name": manifest.name, "seq": written[0].seq, "record": record, "details": details}
     return _print(output, args)
+
+
+def _environment_failed(failed: Sequence[dict[str, Any]], total: int) -> int:
+    """Say in one line that ``failed`` gradings broke for the environment and no comparison was
+    computed; exit 3. They are in the ledger as infrastructure failures (or not in it at all): the
+    next ``ab run`` grades exactly those again (and reads the others back)."""
+    first = failed[0]
+    detail = (f"not recorded in the ledger: {first['ledger_error']}" if first.get("ledger_error") else
+              str(first.get("failure_detail") or "no detail recorded"))  # fmt: skip
+    detail = (detail.splitlines() or [""])[0][:200]
+    print(f"objective-score ab run: {len(failed)} of {total} grading(s) failed for the environment (infrastructure "
+          f"failures; first: {first['instance_id']} {first['model_name_or_path']}: {detail}): no comparison was "
+          f"computed and neither arm is blamed; fix the environment and run the same command again: it grades those "
+          f"{len(failed)} again and reads the others from the ledger", file=sys.stderr)  # fmt: skip
+    return EXIT_INFRASTRUCTURE
 
 
 def _copies(problems: dict[str, str]) -> list[list[str]]:
@@ -744,7 +780,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     output = _latest(args)
     out = Path(args.out)
-    written = write_report(output, out)
+    try:
+        written = write_report(output, out)
+    except OSError as exc:  # a full disk, a folder that cannot be written: nothing partial is left (write_all)
+        from ..atomic import why
+
+        print(f"objective-score ab report: --out {out}: NOT written ({why(exc)}); nothing of the report was left "
+              "there: free the space and run it again", file=sys.stderr)  # fmt: skip
+        return EXIT_INFRASTRUCTURE
     if args.json:
         print(json.dumps({"name": args.name, "written": [str(p) for p in written], "claim": output["details"]["claim"]}))
     else:

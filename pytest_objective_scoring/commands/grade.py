@@ -62,7 +62,7 @@ def _read_patch(value: str, limit: int | None = None) -> bytes:
 
 
 STDIN_OPTIONS: Final = (("--instance", "instance"), ("--patch", "patch"), ("--test-patch", "test_patch"),
-                        ("--from-report", "from_report"))
+                        ("--from-report", "from_report"), ("--plan", "plan"), ("--retrieval", "retrieval"))
 """``grade``'s options that read standard input when given ``-``."""
 
 
@@ -349,13 +349,17 @@ def _report_cost(args: argparse.Namespace, envelope: dict[str, Any]) -> dict[str
 
 
 def _json_list(path: str | None, flag: str) -> tuple[str, ...] | None:
-    """A harness artifact: a JSON list of strings, or None when not given."""
+    """A harness artifact: a JSON list of strings, or None when not given; read through
+    :func:`.inputs.read_bytes` (a named pipe nobody writes to, a device, ``-`` that is not data: one
+    line, never a wait)."""
+    from ..inputs import InputProblem, read_bytes
+
     if path is None:
         return None
     try:
-        data = nesting.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise CommandError(f"{flag} {path}: cannot be read ({exc.strerror})") from None
+        data = nesting.loads(read_bytes(path).decode("utf-8"))
+    except InputProblem as exc:
+        raise CommandError(f"{flag} {path}: {exc}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CommandError(f"{flag} {path}: not JSON ({exc})") from None
     return artifact_list(data, f"{flag} {path}")

@@ -87,6 +87,11 @@ def _source(value: str) -> str:
     return value
 
 
+LAST_EPOCH = 253402300799
+"""9999-12-31T23:59:59Z: the last second a date is written for (``--when`` is range-checked, never
+a ``ValueError`` when its date is said)."""
+
+
 def _when(value: str) -> int:
     """Epoch seconds, or an ISO 8601 date or time read as every date of the sets is (a date: the
     start of that day, UTC; a time without an offset: UTC). Eight digits are refused: 20250311 may
@@ -97,6 +102,10 @@ def _when(value: str) -> int:
                                          "seconds; write the date with dashes (2025-03-11) or a time "
                                          "(2025-03-11T12:00:00Z)")  # fmt: skip
     if text.isdigit():
+        if len(text) > 12 or int(text) > LAST_EPOCH:  # past 9999-12-31: no date can be written for it
+            raise argparse.ArgumentTypeError(f"{text[:20]}{'...' if len(text) > 20 else ''}: epoch seconds after "
+                                             f"9999-12-31T23:59:59Z ({LAST_EPOCH}); expected epoch seconds or an "
+                                             "ISO 8601 date or time (2025-03-11T12:00:00Z)")  # fmt: skip
         return int(text)
     try:
         moment, _ = sets.read_instant(text)

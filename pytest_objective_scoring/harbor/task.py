@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .. import nesting
+from ..options import MAX_SECONDS
 from .compose import ComposeService, read_compose
 from .environment import HONOURED, INFORMATIONAL, REFUSED, Healthcheck, KeyUse, TaskError, megabytes
 
@@ -244,6 +245,9 @@ class _Config:
             return None
         if not _finite(value) or not value > 0:
             raise self.error(table, key, f"expected a finite number of seconds > 0, got {value!r}")
+        if not value <= MAX_SECONDS:  # 1e10 overflowed a deadline, after the build
+            raise self.error(table, key, f"{value!r} seconds: expected at most {MAX_SECONDS:.0f} (a week, as "
+                                         "--timeout)")  # fmt: skip
         return float(value)
 
     def choice(self, table: str, key: str, choices: Sequence[str]) -> str | None:
@@ -547,6 +551,9 @@ def _healthcheck_of(config: _Config) -> Healthcheck | None:
         item = value.get(key, default)
         if not _finite(item) or item < 0:
             raise config.error("environment", f"healthcheck.{key}", f"expected a finite number of seconds >= 0, got {item!r}")
+        if not item <= MAX_SECONDS:
+            raise config.error("environment", f"healthcheck.{key}", f"{item!r} seconds: expected at most "
+                                                                    f"{MAX_SECONDS:.0f} (a week)")  # fmt: skip
         numbers[key] = float(item)
     retries = value.get("retries", 3)
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 1:
