@@ -24,8 +24,8 @@ from typing import Any, Final, Iterator, Mapping
 from . import nesting
 from .remade import Remade
 
-__all__ = ["TEXT_FIELDS", "Instance", "InstanceError", "check_text_fields", "load_instance", "load_instances",
-           "parse_instance"]
+__all__ = ["TEXT_FIELDS", "Instance", "InstanceError", "TwiceGiven", "check_text_fields", "load_instance", "load_instances",
+           "once_each", "parse_instance"]
 
 F2P = "FAIL_TO_PASS"
 P2P = "PASS_TO_PASS"
@@ -180,18 +180,18 @@ def parse_instance(data: Any, source: str = "<memory>") -> Instance:
     return Instance(instance_id, fail_to_pass, pass_to_pass, dict(data), source)
 
 
-class _TwiceGiven(ValueError):
+class TwiceGiven(ValueError):
     def __init__(self, key: str) -> None:
         self.key = key
         super().__init__(key)
 
 
-def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """A JSON object whose keys are each given once (``json``'s ``object_pairs_hook``)."""
     made: dict[str, Any] = {}
     for key, value in pairs:
         if key in made:
-            raise _TwiceGiven(key)
+            raise TwiceGiven(key)
         made[key] = value
     return made
 
@@ -239,13 +239,13 @@ def _loads(where: str, text: str) -> Any:
     large, and a string holding a lone surrogate (``"\\ud800"``: no test output, envelope or ledger
     can be written with it: the gold would be graded, then get no verdict) are refused by name."""
     try:
-        value = nesting.loads(text, object_pairs_hook=_once_each, parse_constant=_refuse_constant,
+        value = nesting.loads(text, object_pairs_hook=once_each, parse_constant=_refuse_constant,
                               parse_int=_whole_number, parse_float=_finite_number)  # fmt: skip
         lone = surrogate_problem(text, value)
         if lone:
             raise _NotJson(lone)
         return value
-    except _TwiceGiven as exc:
+    except TwiceGiven as exc:
         raise InstanceError(where, exc.key, TWICE) from None
     except _NotJson as exc:
         raise InstanceError(where, None, str(exc)) from None

@@ -31,20 +31,20 @@ TWICE: Final = ("given twice in one object: JSON keeps the last and drops the fi
 
 def _value(text: str, where: str, invalid: str) -> Any:
     """One JSON value (:func:`.cost_ledger.loads`: NaN, overlong numbers, lone surrogates refused), every
-    object's keys given once (:func:`.instances._once_each`, as an instance's are); ``invalid`` words a
+    object's keys given once (:func:`.instances.once_each`, as an instance's are); ``invalid`` words a
     syntax error from its ``json.JSONDecodeError``."""
     import json
 
     from . import nesting
     from .cost_ledger import NotJson, loads
-    from .instances import _once_each, _TwiceGiven
+    from .instances import once_each, TwiceGiven
 
     try:
         value = loads(text)
-        nesting.loads(text, object_pairs_hook=_once_each)  # the same text again: only keys given twice stop it
+        nesting.loads(text, object_pairs_hook=once_each)  # the same text again: only keys given twice stop it
     except NotJson as exc:
         raise CommandError(f"{where}: {exc}") from None
-    except _TwiceGiven as exc:
+    except TwiceGiven as exc:
         raise CommandError(f"{where}: field {exc.key!r} {TWICE}") from None
     except json.JSONDecodeError as exc:
         raise CommandError(f"{where}: {invalid.format(exc=exc)}") from None
