@@ -187,6 +187,10 @@ def _bounded(patch: str | None, limit: int | None) -> tuple[str | None, tuple[in
 
 
 HEAD: Final = 1 << 16  # what is looked at to tell JSONL from one JSON document
+# The most read at once: one JSONL line (a prediction and its patch: --max-patch-size is at most 1 GiB) or
+# a whole JSON document. A pipe that never ends (`cat /dev/zero |`) is refused at it, never read until the
+# machine runs out of memory.
+MAX_READ: Final = (1 << 30) + (1 << 24)
 PREDICTIONS_EXPECTED: Final = "JSONL, a JSON list or a JSON object of predictions"
 
 
@@ -197,17 +201,20 @@ def _looks_jsonl(path: Path, head: bytes) -> bool:
     return head.lstrip()[:1] == b"{" and b"\n{" in head.replace(b"\r\n", b"\n")
 
 
-def _lines(head: bytes, handle: BinaryIO) -> Iterator[bytes]:
+def _lines(head: bytes, handle: BinaryIO, path: Path) -> Iterator[bytes]:
     """The lines (split at ``\\n`` only, as a file in binary mode is) of ``head`` and then of the rest of
     ``handle``, which ``head`` was read from: the file is read once, as a pipe can only be."""
     *whole, rest = head.split(b"\n")
     for line in whole:
         yield line + b"\n"
     del whole
-    rest += handle.readline()
-    if rest:
+    rest += handle.readline(MAX_READ + 1)
+    while rest:
+        if len(rest) > MAX_READ and not rest.endswith(b"\n"):
+            raise BatchError(f"{path}: a line longer than {MAX_READ >> 20} MiB: expected JSON Lines of predictions (a "
+                             "patch is at most 1 GiB)")  # fmt: skip
         yield rest
-    yield from handle
+        rest = handle.readline(MAX_READ + 1)
 
 
 def _stream_jsonl(path: Path, lines: Iterable[bytes]) -> Iterator[tuple[str, Any]]:
@@ -240,10 +247,13 @@ def _prediction_rows(path: Path) -> Generator[tuple[str, Any], None, None]:
         if not head and str(path) != "-" and stat.S_ISFIFO(os.fstat(handle.fileno()).st_mode):
             raise BatchError(f"{path}: {NO_WRITER}")
         if head.strip() and _looks_jsonl(path, head):
-            yield from _stream_jsonl(path, _lines(head, handle))
+            yield from _stream_jsonl(path, _lines(head, handle, path))
             return
-        data = head + handle.read()
+        data = head + handle.read(MAX_READ + 1 - len(head))
         del head
+        if len(data) > MAX_READ:
+            raise BatchError(f"{path}: larger than {MAX_READ >> 20} MiB as one JSON document: expected JSON Lines "
+                             "(read a line at a time) for a file this large")  # fmt: skip
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:

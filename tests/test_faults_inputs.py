@@ -21,6 +21,7 @@ from pytest_objective_scoring import inputs
 from pytest_objective_scoring.cli import build_parser
 
 from .conftest import FIXTURES
+from .runner_helpers import run_cli_here
 
 REPO = FIXTURES / "repos" / "textstats"
 INSTANCE = FIXTURES / "instances" / "textstats.json"
@@ -383,3 +384,21 @@ def test_epoch_iso_says_a_time_past_any_date_as_its_number():
 
     assert epoch_iso(9999999999999) == "epoch 9999999999999"
     assert epoch_iso(0) == "1970-01-01T00:00:00Z"
+
+
+@pytest.mark.parametrize("kind", ["one-document", "one-line"])
+def test_predictions_past_the_read_bound_are_refused_never_read_to_their_end(tmp_path, monkeypatch, kind):
+    """`cat /dev/zero | grade-batch --predictions -` read until the machine ran out of memory: a whole
+    document and a JSONL line are read up to batch.MAX_READ (here made 1 MiB), then refused."""
+    from pytest_objective_scoring import batch
+
+    monkeypatch.setattr(batch, "MAX_READ", 1 << 20)
+    predictions = tmp_path / ("p.json" if kind == "one-document" else "p.jsonl")
+    if kind == "one-document":
+        predictions.write_bytes(b"\0" * (3 << 20))
+    else:
+        predictions.write_bytes(b'{"instance_id": "a", "model_name_or_path": "m", "model_patch": "' + b"x" * (3 << 20))
+    result = run_cli_here("grade-batch", "--dataset", str(FIXTURES / "datasets" / "fixtures.jsonl"), "--predictions",
+                          str(predictions), "--repos", str(FIXTURES / "repos"), "--ledger", str(tmp_path / "l.sqlite"))  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert ("larger than 1 MiB as one JSON document" if kind == "one-document" else "a line longer than 1 MiB") in result.stderr
