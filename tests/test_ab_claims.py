@@ -492,6 +492,19 @@ def test_the_documented_walk_through_runs_as_written_and_gives_its_hand_derived_
 
     with Ledger(Path(ledger), read_only=True) as opened:
         assert len(list(opened.entries("ab_comparison"))) == 1
+        stored = next(e.data for e in opened.entries("ab_comparison"))
+    # reading it back by running again reads verified evidence only, as ab show does: a row appended by hand
+    # (its hash recomputed) that says 24 tasks, significant, keep, gives no claim (issue 29)
+    from .test_ledger_seal import _forge
+
+    forged = json.loads(json.dumps(stored))
+    forged["details"].update(tasks=24, claim="C2")
+    forged["record"]["result"].update(significant="yes", recommendation="keep")
+    _forge(Path(ledger), "ab_comparison", forged)
+    read_back = run_cli("ab", "run", str(example / "manifest.json"), *arm_args, "--arm",
+                        f"candidate={example / 'candidate.jsonl'}")  # fmt: skip
+    assert read_back.returncode == 1 and "no claim" in read_back.stderr and "claim level: C2" not in read_back.stdout
+    assert "the stored summary says 24 task(s); its graded runs cover 3" in read_back.stderr
 
 
 def test_a_replication_counts_only_if_it_still_reaches_c2_under_todays_audits(tmp_path):

@@ -530,7 +530,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                              "run once; the same predictions only read it back, other predictions are refused "
                              "(preregister a new experiment)")  # fmt: skip
             output = {"name": manifest.name, **existing[-1], "resumed": True}
-            output["details"] = reassess(ledger, output["record"], output["details"], name=manifest.name)
+            output["details"] = _read_back(ledger, _ledger(args), output)
             return _print(output, args)
         record, details = summarize_comparison(manifest, eligible, task_set, by_prediction, sorted(undeclared),
                                                python or _per_instance(assigned, environments))  # fmt: skip
@@ -560,7 +560,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 raise _error(f"experiment {manifest.name!r} got its comparison from another run a moment ago, over "
                              "other predictions: a preregistered experiment is run once (preregister a new experiment)")  # fmt: skip
             output = {**first[0], "resumed": True}
-            output["details"] = reassess(ledger, output["record"], output["details"], name=manifest.name)
+            output["details"] = _read_back(ledger, _ledger(args), output)
             return _print(output, args)
     output = {"name": manifest.name, "seq": written[0].seq, "record": record, "details": details}
     return _print(output, args)
@@ -733,12 +733,28 @@ def _latest(args: argparse.Namespace) -> dict[str, Any]:
     """The latest comparison named ``args.name``, its claim recomputed from evidence: the ledger's
     chain verified first (and its seals, with the ledger key), then the outcomes and the primary test
     recomputed from the graded runs (:func:`.ab_comparison.recomputed`), then the claim reassessed."""
-    from ..ab_comparison import recomputed
-    from ..ledger import Ledger, LedgerError, key_from_environment, verify
+    from ..ledger import Ledger
 
     path = _ledger(args)
     if not path.exists():
         raise _error(f"--ledger {path}: no such ledger")
+    with Ledger(path, read_only=True) as ledger:
+        found = [{"seq": e.seq, **e.data} for e in ledger.entries("ab_comparison") if e.data["name"] == args.name]
+        names = sorted({e.data["name"] for e in ledger.entries("ab_comparison")})
+        if not found:
+            raise _error(f"no comparison named {args.name!r} in {path} (comparisons: {', '.join(names) or 'none'})")
+        latest = found[-1]  # its claim as the ledger stands now, not as it stood when it was written
+        latest["details"] = _read_back(ledger, path, latest)
+    return latest
+
+
+def _read_back(ledger: Any, path: Path, output: dict[str, Any]) -> dict[str, Any]:
+    """A comparison already recorded, as ``ab run`` reads it back: from verified evidence only, as
+    ``ab show`` reads it (:func:`_latest`): the ledger verified, the summary recomputed from its
+    graded runs, then the claim reassessed. :class:`NoClaim` when either fails."""
+    from ..ab_comparison import recomputed
+    from ..ledger import LedgerError, key_from_environment, verify
+
     try:
         checked = verify(path, key=key_from_environment())
     except LedgerError as exc:
@@ -746,20 +762,14 @@ def _latest(args: argparse.Namespace) -> dict[str, Any]:
     if not checked.ok:
         raise NoClaim(f"{path} fails verification, so no claim is read from it: " + "; ".join(checked.problems[:5])
                       + " (objective-score ledger verify)")  # fmt: skip
-    with Ledger(path, read_only=True) as ledger:
-        found = [{"seq": e.seq, **e.data} for e in ledger.entries("ab_comparison") if e.data["name"] == args.name]
-        names = sorted({e.data["name"] for e in ledger.entries("ab_comparison")})
-        if not found:
-            raise _error(f"no comparison named {args.name!r} in {path} (comparisons: {', '.join(names) or 'none'})")
-        latest = found[-1]  # its claim as the ledger stands now, not as it stood when it was written
-        details, problems = recomputed(ledger, latest)
-        if problems:
-            raise NoClaim(f"comparison {args.name!r} (ledger seq {latest['seq']}): its stored summary is not borne out "
-                          "by its graded runs, so no claim is read from it: " + "; ".join(problems[:5]))  # fmt: skip
-        latest["details"] = reassess(ledger, latest["record"], details, name=args.name)
+    details, problems = recomputed(ledger, output)
+    if problems:
+        raise NoClaim(f"comparison {output['name']!r}: its stored summary is not borne out by its graded runs, so no "
+                      "claim is read from it: " + "; ".join(problems[:5]))  # fmt: skip
+    details = reassess(ledger, output["record"], details, name=output["name"])
     if checked.seals == "unchecked":
-        latest["details"]["ledger_seals"] = "not checked: the ledger is sealed with a key this reader was not given"
-    return latest
+        details["ledger_seals"] = "not checked: the ledger is sealed with a key this reader was not given"
+    return details
 
 
 def _claim_reader(handler: Any) -> Any:
@@ -823,7 +833,7 @@ def register(sub: Any) -> None:
     options.add_environment_options(run.add_argument)
     options.add_compat_option(run.add_argument, prefix="")
     options.add_cost_options(run.add_argument, prefix="", cost_file=False)
-    run.set_defaults(handler=cmd_run)
+    run.set_defaults(handler=_claim_reader(cmd_run))
 
     show = actions.add_parser("show", help="Show the latest comparison of an experiment")
     show.add_argument("name", metavar="NAME")
