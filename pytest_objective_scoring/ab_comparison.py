@@ -385,6 +385,7 @@ def recomputed(ledger: Any, output: dict[str, Any]) -> tuple[dict[str, Any], lis
         lacking = [(s, t) for s in seeds for t in tasks if (s, t) not in outcomes[arm]]
         if lacking:
             problems.append(f"arm {arm}: {len(lacking)} (seed, task) pair(s) have no graded run")
+    problems += _pinned_problems(ledger, name, found, {arm: set(outcomes[arm]) for arm in arms})
     if problems:
         return details, problems
     digest = "sha256:" + hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()
@@ -412,3 +413,46 @@ def recomputed(ledger: Any, output: dict[str, Any]) -> tuple[dict[str, Any], lis
                            "secondary": test.get("secondary", stored.get("secondary"))}  # fmt: skip
     details["evidence"] = {"graded_runs": len(found), "tasks": len(tasks), "recomputed": not problems}
     return details, problems
+
+
+def _pinned_problems(ledger: Any, name: str, runs: dict[int, dict[str, Any]],
+                     graded: dict[str, set[tuple[int, str]]]) -> list[str]:  # fmt: skip
+    """How the graded runs differ from what the experiment pinned before its first grading: its
+    predictions (``ab_predictions``: each arm's (seed, task) and its patch's digest) less the tasks its
+    preregistration excluded (``ab_manifest``). A comparison over a subset of them (the tasks one arm
+    happened to win), or over other patches, is not the experiment's."""
+    pin = None
+    for entry in ledger.entries("ab_predictions"):
+        if entry.data.get("name") == name:
+            pin = entry.data
+    registered = None
+    for entry in ledger.entries("ab_manifest"):
+        if entry.data.get("name") == name:
+            registered = entry.data
+    if pin is None or registered is None:
+        return [f"experiment {name!r} has no pinned predictions or no preregistration in this ledger: its graded runs "
+                "cannot be tied to it"]  # fmt: skip
+    excluded = {str(t.get("instance_id")) for t in registered.get("excluded_tasks") or [] if isinstance(t, dict)}
+    problems = []
+    pinned_patches: dict[tuple[str, int, str], Any] = {}
+    for arm, rows in (pin.get("arms") or {}).items():
+        for key, row in (rows or {}).items():
+            task, _, seed = str(key).rpartition(" seed ")
+            if seed.isdigit() and task not in excluded:
+                pinned_patches[(arm, int(seed), task)] = (row or {}).get("model_patch")
+    expected = set(pinned_patches)
+    got = {(arm, seed, task) for arm, pairs in graded.items() for seed, task in pairs}
+    if got != expected:
+        problems.append(f"the graded runs are not the pinned predictions: {len(expected - got)} pinned (arm, seed, task) "
+                        f"without a graded run, {len(got - expected)} graded but not pinned")  # fmt: skip
+    for seq, data in runs.items():
+        model = str(data.get("model_name_or_path") or "")
+        parts = model[len(f"ab:{name}/"):].split("/seed")
+        if len(parts) != 2 or not parts[1].isdigit():
+            continue
+        pinned = pinned_patches.get((parts[0], int(parts[1]), str(data.get("instance_id"))))
+        if pinned is not None and data.get("patch_ref") is not None and data["patch_ref"] != pinned:
+            problems.append(f"graded run {seq}: its patch is not the one pinned for it")
+            break
+    return problems
+

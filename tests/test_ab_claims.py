@@ -204,7 +204,10 @@ def _stored_comparison(ledger: Any, name: str, change: str = "loc v2", benchmark
                        "confidence_interval": [0.2, 0.6], "cost": cost}
                       for arm, version in (("baseline", "h-1"), ("candidate", "h-2"))]  # fmt: skip
     ledger.append("ab_manifest", {"name": name, "digest": "sha256:x", "manifest": {"change_under_test": change,
-                                  "benchmark": {"id": benchmark}}, "task_set": {}})  # fmt: skip
+                                  "benchmark": {"id": benchmark}}, "task_set": {}, "excluded_tasks": []})  # fmt: skip
+    ledger.append("ab_predictions", {"name": name, "manifest_digest": "sha256:x", "digest": "sha256:p",
+                                     "arms": {arm: {f"{t} seed {s}": {"model_patch": None} for s in seeds for t in ids}
+                                              for arm in ("baseline", "candidate")}})  # fmt: skip
     ledger.append("ab_comparison", {"name": name, "manifest_digest": "sha256:x", "record": record, "details": details,
                                     "claim_c2": claim in ("C2", "C3"), "jobs_digest": jobs_digest})  # fmt: skip
     return instances

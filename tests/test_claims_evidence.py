@@ -118,3 +118,23 @@ def test_a_replication_its_graded_runs_do_not_bear_out_replicates_nothing(tmp_pa
     shown = run_cli_here("ab", "show", "here", "--ledger", str(path), "--json")
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["details"]["claim"] == ("C2" if forged_replication else "C3")
+
+
+def test_a_comparison_over_a_chosen_subset_of_its_runs_gives_no_claim(tmp_path):
+    """A forged row naming only the tasks the candidate won, with a summary and a jobs digest that
+    match that subset: the runs are not the pinned predictions, so no claim (issue 29, red team)."""
+    import hashlib
+
+    path = tmp_path / "l.sqlite"
+    with Ledger(path) as ledger:
+        _stored_comparison(ledger, "exp", p_value=0.6, recommendation="reject", claim="C0")
+    stored = _last_comparison(path)
+    forged = copy.deepcopy(stored)
+    keep = forged["details"]["graded_runs"][: len(forged["details"]["graded_runs"]) // 2]
+    forged["details"]["graded_runs"] = keep
+    with Ledger(path, read_only=True) as ledger:
+        keys = [e.data["job_key"] for e in ledger.entries("score") if e.seq in {r["seq"] for r in keep}]
+    forged["jobs_digest"] = "sha256:" + hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()
+    _forge(path, "ab_comparison", forged)
+    result = run_cli_here("ab", "show", "exp", "--ledger", str(path))
+    assert result.returncode == 1 and "the graded runs are not the pinned predictions" in result.stderr
