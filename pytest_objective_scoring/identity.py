@@ -2,7 +2,8 @@
 benchmark sets (:mod:`.sets`) and the A/B comparison (:mod:`.ab`, :mod:`.ab_claims`) share.
 
 **Names** (a ``change_under_test``, a benchmark family's id) are compared by :func:`text_key`, a
-canonical form that no respelling escapes:
+canonical form that folds the respellings below (known gaps, issue 29: Latin small capitals, the
+Greek lunate sigma after NFKC, text reversed inside a right-to-left override):
 
 - Unicode compatibility form (NFKC): full-width, ligatures, mathematical letters, superscripts;
 - invisible characters removed: every format character (category Cf: zero-width space and joiners,
