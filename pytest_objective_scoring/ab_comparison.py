@@ -69,19 +69,13 @@ def summarize_comparison(manifest: ab.Manifest, eligible: Sequence[tuple[str, st
         per_seed[spec.name] = counts
         costs_per_seed[spec.name] = None if cost.dollars is None else cost.dollars / len(manifest.seeds)
         per_task[spec.name] = {task: sum(outcomes[spec.name][(s, task)] == "resolved" for s in manifest.seeds) for task in tasks}
-    reasons = []
     row_reasons = _quarantined_rows([row.get("disposition") for row in by_prediction.values()],
                                     [row.get("reasons") for row in by_prediction.values()])  # fmt: skip
-    _, access_quarantined = ab.access_findings(manifest)
-    reasons += access_quarantined
-    if undeclared:
-        reasons.append(f"frozen fields not declared by the runs (unknown): {', '.join(undeclared)}")
-    if infra:
-        reasons.append(f"{infra} grading(s) were infrastructure failures: those runs are quarantined")
     identical = outcomes["baseline"] == outcomes["candidate"]
-    if manifest.arm("candidate").kind == "passive" and not identical:
-        reasons.append("the passive candidate arm changed official outcomes: treatment integrity fails (a passive arm "
-                       "observes and decides nothing)")  # fmt: skip
+    reasons = fixed_reasons(manifest, undeclared, identical)
+    if infra:
+        reasons.insert(len(reasons) - (manifest.arm("candidate").kind == "passive" and not identical),
+                       f"{infra} grading(s) were infrastructure failures: those runs are quarantined")  # fmt: skip
     static_reasons = list(reasons)  # what no later audit changes; the rows' dispositions are re-read later
     reasons += row_reasons
     admissible = not reasons
@@ -134,6 +128,20 @@ def summarize_comparison(manifest: ab.Manifest, eligible: Sequence[tuple[str, st
         ],  # fmt: skip
     }
     return record.to_dict(), details
+
+
+def fixed_reasons(manifest: ab.Manifest, undeclared: Sequence[str], identical: bool) -> list[str]:
+    """Why a comparison's evidence is not admissible, whatever later audits say: what its arms could
+    reach (as declared in the manifest), frozen fields its runs did not declare, and a passive
+    candidate arm that changed an official outcome (treatment integrity)."""
+    _, reasons = ab.access_findings(manifest)
+    reasons = list(reasons)
+    if undeclared:
+        reasons.append(f"frozen fields not declared by the runs (unknown): {', '.join(undeclared)}")
+    if manifest.arm("candidate").kind == "passive" and not identical:
+        reasons.append("the passive candidate arm changed official outcomes: treatment integrity fails (a passive arm "
+                       "observes and decides nothing)")  # fmt: skip
+    return reasons
 
 
 def _known_dollars(row: dict[str, Any]) -> dict[str, Any]:
@@ -388,6 +396,9 @@ def recomputed(ledger: Any, output: dict[str, Any]) -> tuple[dict[str, Any], lis
     problems += _pinned_problems(ledger, name, found, {arm: set(outcomes[arm]) for arm in arms})
     if problems:
         return details, problems
+    problems += _from_preregistration(ledger, name, details, found, outcomes)
+    if problems:
+        return details, problems
     digest = "sha256:" + hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()
     if output.get("jobs_digest") is not None and digest != output["jobs_digest"]:
         problems.append("the graded runs are not the jobs the comparison planned (their job keys' digest differs)")
@@ -421,14 +432,7 @@ def _pinned_problems(ledger: Any, name: str, runs: dict[int, dict[str, Any]],
     predictions (``ab_predictions``: each arm's (seed, task) and its patch's digest) less the tasks its
     preregistration excluded (``ab_manifest``). A comparison over a subset of them (the tasks one arm
     happened to win), or over other patches, is not the experiment's."""
-    pin = None
-    for entry in ledger.entries("ab_predictions"):
-        if entry.data.get("name") == name:
-            pin = entry.data
-    registered = None
-    for entry in ledger.entries("ab_manifest"):
-        if entry.data.get("name") == name:
-            registered = entry.data
+    pin, registered = _first(ledger, "ab_predictions", name), _first(ledger, "ab_manifest", name)
     if pin is None or registered is None:
         return [f"experiment {name!r} has no pinned predictions or no preregistration in this ledger: its graded runs "
                 "cannot be tied to it"]  # fmt: skip
@@ -455,4 +459,50 @@ def _pinned_problems(ledger: Any, name: str, runs: dict[int, dict[str, Any]],
             problems.append(f"graded run {seq}: its patch is not the one pinned for it")
             break
     return problems
+
+
+def _from_preregistration(ledger: Any, name: str, details: dict[str, Any], runs: dict[int, dict[str, Any]],
+                          outcomes: dict[str, dict[tuple[int, str], bool]]) -> list[str]:  # fmt: skip
+    """The facts a claim rests on besides the outcomes, recomputed into ``details`` from the
+    preregistration, the pinned predictions and the graded runs (never the stored summary): the arms'
+    kinds and harness versions, the preregistered power, why the evidence is not admissible whatever
+    the audits say (access, undeclared frozen fields, a passive arm that changed outcomes), and the
+    environment parity of the runs. Returns the problems (a preregistration that cannot be read)."""
+    from dataclasses import asdict
+
+    registered = _first(ledger, "ab_manifest", name)  # preregistered and pinned once: the first is the one
+    pin = _first(ledger, "ab_predictions", name)
+    try:
+        manifest = ab.parse_manifest((registered or {}).get("manifest"), f"the preregistration of {name!r}")
+    except ab.ABError as exc:
+        return [f"its preregistered manifest cannot be read ({exc})"]
+    undeclared: set[str] = set()
+    for rows in ((pin or {}).get("arms") or {}).values():
+        for row in (rows or {}).values():
+            undeclared |= set(ab.frozen_mismatches((row or {}).get("frozen") or {}, manifest.frozen)[1])
+    details["arm_kinds"] = [asdict(a) for a in manifest.arms]
+    if (registered or {}).get("power") is not None:
+        details["power"] = registered["power"]  # type: ignore[index]
+    details["inadmissible_fixed"] = fixed_reasons(manifest, sorted(undeclared),
+                                                  outcomes.get("baseline") == outcomes.get("candidate"))  # fmt: skip
+    per_task: dict[str, set[str]] = {}
+    for data in runs.values():
+        per_task.setdefault(str(data.get("instance_id")), set()).add(str(data.get("environment_digest") or "unknown"))
+    differing = sorted(task for task, seen in per_task.items() if len(seen) > 1)
+    unknown = any("unknown" in seen for seen in per_task.values())
+    why = (f"{len(differing)} task(s) graded in different environments across arms or seeds: {', '.join(differing[:5])}"
+           if differing else "an environment's packages could not be recorded (an image, or an interpreter too old to "
+           "list them)" if unknown else None)  # fmt: skip
+    details["environment_parity"] = {**(details.get("environment_parity") or {}),
+                                     "identical": not differing and not unknown, "why": why}  # fmt: skip
+    return []
+
+
+def _first(ledger: Any, kind: str, name: str) -> dict[str, Any] | None:
+    """The first entry of ``kind`` for experiment ``name``: an experiment is preregistered and pinned
+    once, so a later row of the same name (appended by hand) never replaces what it pinned."""
+    for entry in ledger.entries(kind):
+        if entry.data.get("name") == name:
+            return dict(entry.data)
+    return None
 

@@ -161,7 +161,8 @@ def _graded_evidence(ledger: Any, name: str, instances: list[Any], gained: int,
                 key = hashlib.sha256(f"{name}/{arm}/{seed}/{instance.instance_id}".encode()).hexdigest()
                 entry = ledger.append("score", {"instance_id": instance.instance_id, "model_name_or_path":
                                                 f"ab:{name}/{arm}/seed{seed}", "job_key": key, "disposition": "eligible",
-                                                "reasons": [], "outcome": "resolved" if resolved else "not_resolved"})  # fmt: skip
+                                                "reasons": [], "outcome": "resolved" if resolved else "not_resolved",
+                                                "environment_digest": "sha256:one-environment"})  # fmt: skip
                 runs.append({"seq": entry.seq, "task_id": task_id_of(instance)})
                 outcomes[arm][(seed, instance.instance_id)] = resolved
                 keys.append(key)
@@ -170,7 +171,7 @@ def _graded_evidence(ledger: Any, name: str, instances: list[Any], gained: int,
 
 def _stored_comparison(ledger: Any, name: str, change: str = "loc v2", benchmark: str = "bench-a",
                        p_value: float = 0.001, recommendation: str = "keep", instances: list | None = None,
-                       claim: str = "C2", problems: list | None = None) -> list[Any]:  # fmt: skip
+                       claim: str = "C2", problems: list | None = None, declared: bool = True) -> list[Any]:  # fmt: skip
     """A comparison whose summary its graded runs bear out, as ``ab run`` writes it, on ``instances``
     (24 tasks of its own, each audited valid, by default). ``p_value`` picks the evidence: 0.05 or more,
     no task gained (p = 1); from 0.01, 4 of 24 tasks gained on every seed (p about 0.04); below, 12 of
@@ -203,10 +204,17 @@ def _stored_comparison(ledger: Any, name: str, change: str = "loc v2", benchmark
                        "resolved": [sum(outcomes[arm][(s, t)] for t in ids) for s in seeds],
                        "confidence_interval": [0.2, 0.6], "cost": cost}
                       for arm, version in (("baseline", "h-1"), ("candidate", "h-2"))]  # fmt: skip
-    ledger.append("ab_manifest", {"name": name, "digest": "sha256:x", "manifest": {"change_under_test": change,
-                                  "benchmark": {"id": benchmark}}, "task_set": {}, "excluded_tasks": []})  # fmt: skip
+    manifest = json.loads((FIXTURES / "ab" / "manifest.json").read_text())
+    manifest.update(name=name, change_under_test=change, benchmark={"id": benchmark, "revision": "1",
+                    "metric_space": "binary_resolved"}, seeds=seeds)  # fmt: skip
+    manifest["decision_rule"] = {**manifest["decision_rule"], "min_effect": 0.1}
+    for arm, version in zip(manifest["arms"], ("h-1", "h-2")):
+        arm["harness_version"] = version
+    ledger.append("ab_manifest", {"name": name, "digest": "sha256:x", "manifest": manifest, "task_set": {},
+                                  "excluded_tasks": [], "power": details["power"]})  # fmt: skip
     ledger.append("ab_predictions", {"name": name, "manifest_digest": "sha256:x", "digest": "sha256:p",
-                                     "arms": {arm: {f"{t} seed {s}": {"model_patch": None} for s in seeds for t in ids}
+                                     "arms": {arm: {f"{t} seed {s}": {"model_patch": None, "frozen": manifest["frozen"] if declared else {}}
+                                                    for s in seeds for t in ids}
                                               for arm in ("baseline", "candidate")}})  # fmt: skip
     ledger.append("ab_comparison", {"name": name, "manifest_digest": "sha256:x", "record": record, "details": details,
                                     "claim_c2": claim in ("C2", "C3"), "jobs_digest": jobs_digest})  # fmt: skip

@@ -138,3 +138,23 @@ def test_a_comparison_over_a_chosen_subset_of_its_runs_gives_no_claim(tmp_path):
     _forge(path, "ab_comparison", forged)
     result = run_cli_here("ab", "show", "exp", "--ledger", str(path))
     assert result.returncode == 1 and "the graded runs are not the pinned predictions" in result.stderr
+
+
+def test_the_facts_a_claim_rests_on_are_recomputed_from_the_preregistration_not_the_stored_summary(tmp_path):
+    """An honest comparison held at C0 by one fact (its runs declared none of the frozen fields); a row
+    appended by hand that says the evidence is admissible, the environments identical and the arms a
+    valid pair, over the same graded runs: the claim stays C0 (issue 29, red team A2)."""
+    path = tmp_path / "l.sqlite"
+    with Ledger(path) as ledger:
+        _stored_comparison(ledger, "exp", claim="C0", declared=False)
+        ledger.append("ab_manifest", {"name": "exp", "manifest": {"name": "exp"}, "power": {"powered": True}})
+    honest = json.loads(run_cli_here("ab", "show", "exp", "--ledger", str(path), "--json").stdout)["details"]
+    assert honest["claim"] == "C0" and "frozen fields not declared by the runs" in " ".join(honest["inadmissible_because"])
+    forged = copy.deepcopy(_last_comparison(path))
+    forged["details"].update(inadmissible_fixed=[], inadmissible_because=[], admissible=True,
+                             environment_parity={"identical": True})  # fmt: skip
+    _forge(path, "ab_comparison", forged)
+    shown = run_cli_here("ab", "show", "exp", "--ledger", str(path), "--json")
+    assert shown.returncode == 0, shown.stderr
+    details = json.loads(shown.stdout)["details"]
+    assert details["claim"] == "C0" and "frozen fields not declared by the runs" in " ".join(details["inadmissible_because"])
