@@ -2,8 +2,8 @@
 benchmark sets (:mod:`.sets`) and the A/B comparison (:mod:`.ab`, :mod:`.ab_claims`) share.
 
 **Names** (a ``change_under_test``, a benchmark family's id) are compared by :func:`text_key`, a
-canonical form that folds the respellings below (known gaps, issue 29: Latin small capitals, the
-Greek lunate sigma after NFKC, text reversed inside a right-to-left override):
+canonical form that folds the respellings below (and, before NFKC: text reversed inside a right-to-left
+override read as it shows, Latin small capitals as their letters, the Greek lunate sigma as a "c"):
 
 - Unicode compatibility form (NFKC): full-width, ligatures, mathematical letters, superscripts;
 - invisible characters removed: every format character (category Cf: zero-width space and joiners,
@@ -210,7 +210,35 @@ def _keep(char: str, table: Mapping[str, str]) -> str:
     return "" if ord(char) in BLANKS else char
 
 
+# Look-alikes that NFKC would first turn into another letter's look-alike (the Greek lunate sigma is a
+# "c" to the eye, but NFKC makes it a sigma, which looks like an "o"): mapped before NFKC.
+BEFORE_NFKC: Final = {"\u03f2": "c", "\u03f9": "C", "\u03f3": "j"}
+RLO, PDF = "\u202e", "\u202c"  # right-to-left override and its end: the text between shows reversed
+
+
+def _as_shown(text: str) -> str:
+    """``text`` in the order a reader sees it: each run after a right-to-left override (to its pop or the
+    end) reversed (``\u202ekcehc`` shows as "check")."""
+    out, rest = [], text
+    while RLO in rest:
+        before, _, after = rest.partition(RLO)
+        inside, popped, rest = after.partition(PDF)
+        out += [before, inside[::-1]]
+        if not popped:
+            rest = ""
+    return "".join(out) + rest
+
+
+def _small_capital(char: str) -> str:
+    """A Latin small capital letter (``ᴀ``, ``ʜ``, ``ꜰ``) as the letter it is."""
+    name = unicodedata.name(char, "")
+    if name.startswith("LATIN LETTER SMALL CAPITAL ") and len(name) == len("LATIN LETTER SMALL CAPITAL ") + 1:
+        return name[-1].lower()
+    return char
+
+
 def _fold(text: str, table: Mapping[str, str]) -> str:
+    text = "".join(_small_capital(BEFORE_NFKC.get(char, char)) for char in _as_shown(text))
     text = unicodedata.normalize("NFKC", text)
     text = "".join(table.get(char, char) for char in text)  # look-alikes as written: capital Greek Y is Y
     text = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text).casefold())

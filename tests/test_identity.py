@@ -55,6 +55,9 @@ RESPELLINGS = {
     "full width": "\uff4c\uff4f\uff43 \uff56\uff12",
     "combining accent": "lo\u0301c v2",
     "mathematical bold": "\U0001d425oc v2",
+    "lunate sigma": "lo\u03f2 v2",
+    "small capitals": "\u029f\u1d0f\u1d04 \u1d20\u2082",
+    "right-to-left override": "\u202e2v col\u202c",
 }
 
 
