@@ -502,7 +502,7 @@ def _decode_cases(value: Any, key: str, where: str) -> list[Any]:
         return []
     if text[0] == "[":
         try:
-            decoded = nesting.loads(text)
+            decoded = _loads(text, f"{where}: field {key!r}", "problems")
         except json.JSONDecodeError as exc:
             raise SampleError(f"{where}: field {key!r}: not a JSON list ({exc.msg})") from None
     else:
@@ -514,9 +514,13 @@ def _decode_cases(value: Any, key: str, where: str) -> list[Any]:
         except (pickle.UnpicklingError, EOFError, TypeError, AttributeError, IndexError, KeyError) as exc:
             raise SampleError(f"{where}: field {key!r}: the compressed test cases are not plain data: {exc}") from None
         try:
-            decoded = nesting.loads(payload) if isinstance(payload, (str, bytes)) else payload
+            if isinstance(payload, bytes):
+                payload = payload.decode("utf-8")
+            decoded = _loads(payload, f"{where}: field {key!r}", "problems") if isinstance(payload, str) else payload
         except json.JSONDecodeError as exc:
             raise SampleError(f"{where}: field {key!r}: the decompressed test cases are not JSON ({exc.msg})") from None
+        except UnicodeDecodeError as exc:
+            raise SampleError(f"{where}: field {key!r}: the decompressed test cases are not UTF-8 text ({exc.reason})") from None
     if not isinstance(decoded, list):
         raise SampleError(f"{where}: field {key!r}: expected a list of test cases, got {type(decoded).__name__}")
     return decoded

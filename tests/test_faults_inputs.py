@@ -402,3 +402,14 @@ def test_predictions_past_the_read_bound_are_refused_never_read_to_their_end(tmp
                           str(predictions), "--repos", str(FIXTURES / "repos"), "--ledger", str(tmp_path / "l.sqlite"))  # fmt: skip
     assert result.returncode == 2, result.stderr
     assert ("larger than 1 MiB as one JSON document" if kind == "one-document" else "a line longer than 1 MiB") in result.stderr
+
+
+@pytest.mark.parametrize("cases", ['[{"input": "1", "output": NaN}]', '[{"input": "\\ud800", "output": "1"}]',
+                                   '[{"input": "1", "output": "1", "n": ' + "7" * 5000 + "}]"])
+def test_test_cases_held_in_a_json_string_are_checked_as_the_row_is(tmp_path, cases):
+    """LiveCodeBench's public_test_cases is a JSON string inside the row: what the row may not hold (NaN,
+    a lone surrogate, a 5000-digit number), it may not hold either."""
+    from pytest_objective_scoring.samples import SampleError, _decode_cases
+
+    with pytest.raises(SampleError, match="field 'public_test_cases'"):
+        _decode_cases(cases, "public_test_cases", "p.jsonl:1")

@@ -394,3 +394,17 @@ def _as_nobody(problem: Any, run: Path, key: str) -> None:
                           text=True, timeout=120, check=False)  # fmt: skip
     outcome = samples.fold(problem, done.stdout + done.stderr, key.encode("ascii"), done.returncode, False, 10.0)
     assert outcome.status == "failed" and "Resource temporarily unavailable" in outcome.detail, outcome
+
+
+def test_a_journal_that_kept_nothing_is_never_left_as_a_0_byte_file(tmp_path):
+    from pytest_objective_scoring.commands.samples import Journal
+
+    journal = Journal(tmp_path / "report.json.partial")
+    assert journal.open() == []
+    journal.close()
+    assert not (tmp_path / "report.json.partial").exists(), "a journal that kept nothing goes"
+    kept = Journal(tmp_path / "r.partial")
+    kept.open()
+    kept.append('{"a": 1}\n')
+    kept.close()
+    assert (tmp_path / "r.partial").read_text() == '{"a": 1}\n', "one that kept a line stays for the resume"

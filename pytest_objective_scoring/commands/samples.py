@@ -784,7 +784,12 @@ class Journal:
         self.kept += 1
 
     def close(self) -> None:
+        """Let the journal go; one that holds nothing (a full disk took its first line) is removed, still
+        locked, never left as a 0-byte file."""
         if self.fd is not None:
+            with contextlib.suppress(OSError):
+                if os.fstat(self.fd).st_size == 0 and self.path is not None:
+                    self.path.unlink()
             os.close(self.fd)
             self.fd = None
 
