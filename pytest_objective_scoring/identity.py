@@ -318,12 +318,14 @@ def _tests(value: Any) -> list[str]:
             value = [value]
     if not isinstance(value, (list, tuple)):
         return []
-    return sorted(" ".join(str(test).split()) for test in value)
+    return sorted(" ".join(str(test).split()).removeprefix("./") for test in value)
 
 
 def _strip_prefix(path: str | None, prefix: str) -> str:
+    """A patched file's name without its side's prefix: git's ``a/`` and ``b/``, or any one-letter one
+    (``diff.mnemonicPrefix`` writes ``i/``, ``w/``, ``c/``, ``o/``)."""
     path = " ".join((path or "").split())
-    return path.removeprefix(prefix)
+    return re.sub(r"^[a-z]/", "", path) if path != "/dev/null" else path
 
 
 def _patch(text: Any) -> Any:
@@ -333,7 +335,7 @@ def _patch(text: Any) -> Any:
     made one space."""
     if not isinstance(text, str) or not text.strip():
         return None
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = text.replace("\r\n", "\n").replace("\r", "\n").rstrip("\n") + "\n"  # blank lines at its end change nothing
     from unidiff import PatchSet
     from unidiff.errors import UnidiffParseError
 
@@ -360,7 +362,8 @@ def _patch(text: Any) -> Any:
                     changes.append(["+", target, " ".join(line.value.split())])
                 source += line.line_type in ("-", " ")
                 target += line.line_type in ("+", " ")
-        changed.append([_strip_prefix(patched.source_file, "a/"), _strip_prefix(patched.target_file, "b/"), changes])
+        changed.append([_strip_prefix(patched.source_file, "a/"), _strip_prefix(patched.target_file, "b/"),
+                        sorted(changes)])  # hunks in any order apply alike  # fmt: skip
     return sorted(changed)
 
 

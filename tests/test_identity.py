@@ -162,7 +162,43 @@ COPIES = {
                                               "test_patch": _reformatted(r["test_patch"])},
     "new id, test lists reordered as a JSON string": lambda r: {**r, "instance_id": "csv-copy",
                                                                 "FAIL_TO_PASS": json.dumps(r["FAIL_TO_PASS"][::-1])},
+    "git's mnemonic prefixes (i/ w/)": lambda r: {**r, "instance_id": "csv-copy",
+                                                  "patch": _mnemonic(r["patch"]), "test_patch": _mnemonic(r["test_patch"])},
+    "hunks in another order": lambda r: {**r, "instance_id": "csv-copy", "patch": _hunks_reversed(r["patch"])},
+    "a blank line after the test patch": lambda r: {**r, "instance_id": "csv-copy", "test_patch": r["test_patch"] + "\n\n"},
+    "test ids written with ./": lambda r: {**r, "instance_id": "csv-copy",
+                                           "FAIL_TO_PASS": ["./" + t for t in r["FAIL_TO_PASS"]]},
 }  # fmt: skip
+
+
+def _mnemonic(patch: str) -> str:
+    """The patch as `git -c diff.mnemonicPrefix=true diff` writes it: i/ and w/ for a/ and b/."""
+    out = []
+    for line in patch.split("\n"):
+        if line.startswith("diff --git a/"):
+            line = line.replace(" a/", " i/", 1).replace(" b/", " w/", 1)
+        elif line.startswith("--- a/"):
+            line = "--- i/" + line[len("--- a/"):]
+        elif line.startswith("+++ b/"):
+            line = "+++ w/" + line[len("+++ b/"):]
+        out.append(line)
+    return "\n".join(out)
+
+
+def _hunks_reversed(patch: str) -> str:
+    """Each file's hunks in the reverse order (git apply takes them so)."""
+    out, hunks, head = [], [], []
+    for line in patch.rstrip("\n").split("\n") + ["diff --git end"]:
+        if line.startswith("diff --git"):
+            out += head + [l for h in reversed(hunks) for l in h]
+            head, hunks = [line], []
+        elif line.startswith("@@"):
+            hunks.append([line])
+        elif hunks:
+            hunks[-1].append(line)
+        else:
+            head.append(line)
+    return "\n".join(out) + "\n"
 
 
 @pytest.mark.parametrize("make", list(COPIES.values()), ids=list(COPIES))
