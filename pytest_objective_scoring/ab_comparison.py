@@ -422,8 +422,45 @@ def recomputed(ledger: Any, output: dict[str, Any]) -> tuple[dict[str, Any], lis
                             f"are not its graded runs' ({delta:+.4f}, p = {test['p_value']:.4g})")  # fmt: skip
         details["test"] = {**stored, **{k: v for k, v in test.items() if k != "secondary"},
                            "secondary": test.get("secondary", stored.get("secondary"))}  # fmt: skip
+        recommended = _recommendation(ledger, name, details, found, outcomes, seeds, tasks, alpha)
+        if recommended is not None and recommended[0] != record["result"].get("recommendation"):
+            problems.append(f"the stored recommendation {record['result'].get('recommendation')!r} is not what its "
+                            f"evidence gives ({recommended[0]!r}: {recommended[1]})")  # fmt: skip
     details["evidence"] = {"graded_runs": len(found), "tasks": len(tasks), "recomputed": not problems}
     return details, problems
+
+
+def _recommendation(ledger: Any, name: str, details: dict[str, Any], runs: dict[int, dict[str, Any]],
+                    outcomes: dict[str, dict[tuple[int, str], bool]], seeds: Sequence[int], tasks: Sequence[str],
+                    alpha: float) -> tuple[str, str] | None:  # fmt: skip
+    """The Piper-rule recommendation as the comparison was written, recomputed from its evidence: the
+    outcomes, the admissibility of its runs as recorded, their costs (the ledger's ``cost`` entries of
+    the graded runs) and the preregistered cap; None when the preregistration cannot be read."""
+    try:
+        manifest = ab.parse_manifest((_first(ledger, "ab_manifest", name) or {}).get("manifest"), name)
+    except ab.ABError:
+        return None
+    admissible = not details.get("inadmissible_fixed") and not _quarantined_rows(
+        [r.get("disposition") for r in runs.values()], [r.get("reasons") for r in runs.values()])  # fmt: skip
+    delta, significant, _ = ab.compare(outcomes["baseline"], outcomes["candidate"], seeds, tasks, alpha, admissible)
+    costs: dict[int, dict[str, Any]] = {}
+    for entry in ledger.entries("cost"):
+        if entry.data.get("score_seq") in runs:
+            costs[int(entry.data["score_seq"])] = entry.data
+    per_seed: dict[str, float | None] = {}
+    for arm in ("baseline", "candidate"):
+        prefix = f"ab:{name}/{arm}/"
+        dollars: list[float | None] = []
+        for seq, data in runs.items():
+            if str(data.get("model_name_or_path") or "").startswith(prefix):
+                cost = costs.get(seq) or {}
+                known = (cost.get("breakdown") or {}).get("model_dollars") is not None
+                dollars.append((cost.get("cost") or {}).get("dollars") if known else None)
+        known_dollars = [float(d) for d in dollars if d is not None]
+        per_seed[arm] = None if not dollars or len(known_dollars) < len(dollars) else sum(known_dollars) / len(seeds)
+    mean = {arm: sum(outcomes[arm][(s, t)] for s in seeds for t in tasks) / len(seeds) for arm in ("baseline", "candidate")}
+    return ab.recommend(delta, significant, per_seed, mean, manifest.max_dollars_per_extra_resolve,
+                        str(details.get("role") or "regression"), seeds=len(seeds))  # fmt: skip
 
 
 def _pinned_problems(ledger: Any, name: str, runs: dict[int, dict[str, Any]],

@@ -163,6 +163,9 @@ def _graded_evidence(ledger: Any, name: str, instances: list[Any], gained: int,
                                                 f"ab:{name}/{arm}/seed{seed}", "job_key": key, "disposition": "eligible",
                                                 "reasons": [], "outcome": "resolved" if resolved else "not_resolved",
                                                 "environment_digest": "sha256:one-environment"})  # fmt: skip
+                ledger.append("cost", {"score_seq": entry.seq, "harness": f"ab:{name}/{arm}/seed{seed}",
+                                       "cost": {"dollars": 0.1, "cpu": 1.0, "wall_time": 1.0, "tokens": None, "calls": None},
+                                       "breakdown": {"model_dollars": 0.1}})  # fmt: skip
                 runs.append({"seq": entry.seq, "task_id": task_id_of(instance)})
                 outcomes[arm][(seed, instance.instance_id)] = resolved
                 keys.append(key)

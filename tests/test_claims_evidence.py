@@ -146,7 +146,7 @@ def test_the_facts_a_claim_rests_on_are_recomputed_from_the_preregistration_not_
     valid pair, over the same graded runs: the claim stays C0 (issue 29, red team A2)."""
     path = tmp_path / "l.sqlite"
     with Ledger(path) as ledger:
-        _stored_comparison(ledger, "exp", claim="C0", declared=False)
+        _stored_comparison(ledger, "exp", claim="C0", declared=False, recommendation="pare_back")
         ledger.append("ab_manifest", {"name": "exp", "manifest": {"name": "exp"}, "power": {"powered": True}})
     honest = json.loads(run_cli_here("ab", "show", "exp", "--ledger", str(path), "--json").stdout)["details"]
     assert honest["claim"] == "C0" and "frozen fields not declared by the runs" in " ".join(honest["inadmissible_because"])
@@ -158,3 +158,16 @@ def test_the_facts_a_claim_rests_on_are_recomputed_from_the_preregistration_not_
     assert shown.returncode == 0, shown.stderr
     details = json.loads(shown.stdout)["details"]
     assert details["claim"] == "C0" and "frozen fields not declared by the runs" in " ".join(details["inadmissible_because"])
+
+
+def test_a_recommendation_changed_by_hand_gives_no_claim(tmp_path):
+    """`pare_back` made `keep` over real graded runs (issue 29 red team, A2): the recommendation is
+    recomputed from the outcomes, the runs' costs and the preregistered cap."""
+    path = tmp_path / "l.sqlite"
+    with Ledger(path) as ledger:
+        _stored_comparison(ledger, "exp", claim="C0", declared=False, recommendation="pare_back")
+    forged = copy.deepcopy(_last_comparison(path))
+    forged["record"]["result"]["recommendation"] = "keep"
+    _forge(path, "ab_comparison", forged)
+    result = run_cli_here("ab", "show", "exp", "--ledger", str(path))
+    assert result.returncode == 1 and "the stored recommendation 'keep' is not what its evidence gives" in result.stderr
