@@ -66,6 +66,7 @@ PRIMARY_ONE_SEED: Final = ("task-level test of the mean paired difference (one s
                            "from the effect; assumes there is none), Student's t")  # fmt: skip
 ASSUMES: Final = ("tasks are a sample of the benchmark's tasks; each seed's two runs (one per arm) share at most one "
                   "shock that moves every task of the run alike; what is left is independent across (seed, task)")  # fmt: skip
+FEW_RUNS: Final = 5  # below this many seeds, S runs cannot show a run shock is absent (docs/ab.md)
 TIE: Final = 1e-9  # a difference this small is none (float noise of a mean of 0/1 outcomes)
 
 
@@ -103,8 +104,8 @@ def _components(d: Sequence[Sequence[float]]) -> dict[str, Any]:
     combined = sum(c * m for c, m, _ in terms)
     spread = sum((c * m) ** 2 / df for c, m, df in terms)
     df = combined**2 / spread if spread > 0 else float((tasks - 1) * (runs - 1))
-    if c_run:  # a run shock estimated from S runs never has more than S - 1 degrees of freedom
-        df = min(df, float(runs - 1))
+    if c_run or runs < FEW_RUNS:  # a run shock rests on S runs: never more than S - 1 degrees of freedom; with
+        df = min(df, float(runs - 1))  # fewer than FEW_RUNS, not even when it is estimated at zero (it may be hidden)
     return {"delta": delta, "variance": max(combined, 0.0) / (runs * tasks), "df": df,
             "mean_squares": {"tasks": ms_task, "runs": ms_run, "residual": ms_error},
             "components": {"tasks": max(0.0, ms_task - ms_error) / runs, "runs": max(0.0, ms_run - ms_error) / tasks,
@@ -238,6 +239,8 @@ def minimum_detectable_effect(tasks: int, seeds: int, alpha: float, task_effect_
         combined = sum(m for m, _ in terms) - (error if run_effect_sd > 0 else 0.0)
         spread = sum(m * m / f for m, f in terms) + ((error**2) / ((tasks - 1) * (runs - 1)) if run_effect_sd > 0 else 0.0)
         df = combined**2 / spread
+        if run_effect_sd > 0 or runs < FEW_RUNS:  # as the test caps them (_components)
+            df = min(df, float(runs - 1))
     out["degrees_of_freedom"] = df
     out["mde"] = (float(stats.t.ppf(1 - alpha / 2, df)) + float(stats.t.ppf(power, df))) * math.sqrt(variance)
     return out
