@@ -210,9 +210,8 @@ def reassess(ledger: Any, record: dict[str, Any], details: dict[str, Any], *, na
     for other in family["comparisons"]:
         if other["name"] == name:
             continue
-        if recomputed(ledger, {"name": other["name"], "record": other["record"], "details": other["details"],
-                               "jobs_digest": other.get("jobs_digest")})[1]:  # fmt: skip
-            continue  # a comparison whose summary its graded runs do not bear out replicates nothing
+        if not other["borne_out"]:  # a comparison whose summary its graded runs do not bear out replicates nothing
+            continue
         now = _admissible_now(ledger, other["details"], recorded_audits)  # as this one: under today's audits
         blockers = c2_blockers(now, other["record"], adjusted.get(other["name"]))
         replications.append({"name": other["name"], "benchmark": now["benchmark"]["id"],
@@ -294,7 +293,8 @@ def experiment_family(ledger: Any, change: str, name: str, record: dict[str, Any
     manifests.setdefault(name, {"seq": None, "benchmark": details["benchmark"]["id"]})
     p_values = {n: _primary_p(comparisons[n]["details"]) if n in comparisons else None for n in manifests}
     for other, compared in comparisons.items():  # another comparison its graded runs do not bear out: p = 1
-        if other != name and recomputed(ledger, compared)[1]:
+        compared["borne_out"] = other == name or not recomputed(ledger, compared)[1]
+        if not compared["borne_out"]:
             p_values[other] = None
     adjusted = holm(p_values)
     members = []
@@ -393,10 +393,11 @@ def recomputed(ledger: Any, output: dict[str, Any]) -> tuple[dict[str, Any], lis
         lacking = [(s, t) for s in seeds for t in tasks if (s, t) not in outcomes[arm]]
         if lacking:
             problems.append(f"arm {arm}: {len(lacking)} (seed, task) pair(s) have no graded run")
-    problems += _pinned_problems(ledger, name, found, {arm: set(outcomes[arm]) for arm in arms})
+    registered, pin = _first(ledger, "ab_manifest", name), _first(ledger, "ab_predictions", name)
+    problems += _pinned_problems(name, registered, pin, found, {arm: set(outcomes[arm]) for arm in arms})
     if problems:
         return details, problems
-    problems += _from_preregistration(ledger, name, details, found, outcomes)
+    problems += _from_preregistration(registered, pin, details, found, outcomes)
     if problems:
         return details, problems
     digest = "sha256:" + hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()
@@ -422,7 +423,7 @@ def recomputed(ledger: Any, output: dict[str, Any]) -> tuple[dict[str, Any], lis
                             f"are not its graded runs' ({delta:+.4f}, p = {test['p_value']:.4g})")  # fmt: skip
         details["test"] = {**stored, **{k: v for k, v in test.items() if k != "secondary"},
                            "secondary": test.get("secondary", stored.get("secondary"))}  # fmt: skip
-        recommended = _recommendation(ledger, name, details, found, outcomes, seeds, tasks, alpha)
+        recommended = _recommendation(ledger, name, registered, details, found, outcomes, seeds, tasks, alpha)
         if recommended is not None and recommended[0] != record["result"].get("recommendation"):
             problems.append(f"the stored recommendation {record['result'].get('recommendation')!r} is not what its "
                             f"evidence gives ({recommended[0]!r}: {recommended[1]})")  # fmt: skip
@@ -430,14 +431,15 @@ def recomputed(ledger: Any, output: dict[str, Any]) -> tuple[dict[str, Any], lis
     return details, problems
 
 
-def _recommendation(ledger: Any, name: str, details: dict[str, Any], runs: dict[int, dict[str, Any]],
+def _recommendation(ledger: Any, name: str, registered: dict[str, Any] | None, details: dict[str, Any],
+                    runs: dict[int, dict[str, Any]],
                     outcomes: dict[str, dict[tuple[int, str], bool]], seeds: Sequence[int], tasks: Sequence[str],
                     alpha: float) -> tuple[str, str] | None:  # fmt: skip
     """The Piper-rule recommendation as the comparison was written, recomputed from its evidence: the
     outcomes, the admissibility of its runs as recorded, their costs (the ledger's ``cost`` entries of
     the graded runs) and the preregistered cap; None when the preregistration cannot be read."""
     try:
-        manifest = ab.parse_manifest((_first(ledger, "ab_manifest", name) or {}).get("manifest"), name)
+        manifest = ab.parse_manifest((registered or {}).get("manifest"), name)
     except ab.ABError:
         return None
     admissible = not details.get("inadmissible_fixed") and not _quarantined_rows(
@@ -463,13 +465,12 @@ def _recommendation(ledger: Any, name: str, details: dict[str, Any], runs: dict[
                         str(details.get("role") or "regression"), seeds=len(seeds))  # fmt: skip
 
 
-def _pinned_problems(ledger: Any, name: str, runs: dict[int, dict[str, Any]],
-                     graded: dict[str, set[tuple[int, str]]]) -> list[str]:  # fmt: skip
+def _pinned_problems(name: str, registered: dict[str, Any] | None, pin: dict[str, Any] | None,
+                     runs: dict[int, dict[str, Any]], graded: dict[str, set[tuple[int, str]]]) -> list[str]:  # fmt: skip
     """How the graded runs differ from what the experiment pinned before its first grading: its
     predictions (``ab_predictions``: each arm's (seed, task) and its patch's digest) less the tasks its
     preregistration excluded (``ab_manifest``). A comparison over a subset of them (the tasks one arm
     happened to win), or over other patches, is not the experiment's."""
-    pin, registered = _first(ledger, "ab_predictions", name), _first(ledger, "ab_manifest", name)
     if pin is None or registered is None:
         return [f"experiment {name!r} has no pinned predictions or no preregistration in this ledger: its graded runs "
                 "cannot be tied to it"]  # fmt: skip
@@ -498,7 +499,8 @@ def _pinned_problems(ledger: Any, name: str, runs: dict[int, dict[str, Any]],
     return problems
 
 
-def _from_preregistration(ledger: Any, name: str, details: dict[str, Any], runs: dict[int, dict[str, Any]],
+def _from_preregistration(registered: dict[str, Any] | None, pin: dict[str, Any] | None, details: dict[str, Any],
+                          runs: dict[int, dict[str, Any]],
                           outcomes: dict[str, dict[tuple[int, str], bool]]) -> list[str]:  # fmt: skip
     """The facts a claim rests on besides the outcomes, recomputed into ``details`` from the
     preregistration, the pinned predictions and the graded runs (never the stored summary): the arms'
@@ -507,8 +509,7 @@ def _from_preregistration(ledger: Any, name: str, details: dict[str, Any], runs:
     environment parity of the runs. Returns the problems (a preregistration that cannot be read)."""
     from dataclasses import asdict
 
-    registered = _first(ledger, "ab_manifest", name)  # preregistered and pinned once: the first is the one
-    pin = _first(ledger, "ab_predictions", name)
+    name = str((registered or {}).get("name"))
     try:
         manifest = ab.parse_manifest((registered or {}).get("manifest"), f"the preregistration of {name!r}")
     except ab.ABError as exc:
