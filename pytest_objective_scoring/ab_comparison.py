@@ -397,7 +397,7 @@ def recomputed(ledger: Any, output: dict[str, Any]) -> tuple[dict[str, Any], lis
     problems += _pinned_problems(name, registered, pin, found, {arm: set(outcomes[arm]) for arm in arms})
     if problems:
         return details, problems
-    problems += _from_preregistration(registered, pin, details, found, outcomes)
+    problems += _from_preregistration(ledger, registered, pin, details, found, outcomes)
     if problems:
         return details, problems
     digest = "sha256:" + hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()
@@ -499,14 +499,15 @@ def _pinned_problems(name: str, registered: dict[str, Any] | None, pin: dict[str
     return problems
 
 
-def _from_preregistration(registered: dict[str, Any] | None, pin: dict[str, Any] | None, details: dict[str, Any],
-                          runs: dict[int, dict[str, Any]],
+def _from_preregistration(ledger: Any, registered: dict[str, Any] | None, pin: dict[str, Any] | None,
+                          details: dict[str, Any], runs: dict[int, dict[str, Any]],
                           outcomes: dict[str, dict[tuple[int, str], bool]]) -> list[str]:  # fmt: skip
     """The facts a claim rests on besides the outcomes, recomputed into ``details`` from the
-    preregistration, the pinned predictions and the graded runs (never the stored summary): the arms'
-    kinds and harness versions, the preregistered power, why the evidence is not admissible whatever
-    the audits say (access, undeclared frozen fields, a passive arm that changed outcomes), and the
-    environment parity of the runs. Returns the problems (a preregistration that cannot be read)."""
+    preregistration, the pinned predictions, the task set's own entries and the graded runs (never the
+    stored summary): the task set's role, the arms' kinds and harness versions, the preregistered power,
+    why the evidence is not admissible whatever the audits say (access, undeclared frozen fields, a
+    passive arm that changed outcomes), and the environment parity of the runs. Returns the problems (a
+    preregistration that cannot be read, a pinned task set the ledger does not hold)."""
     from dataclasses import asdict
 
     name = str((registered or {}).get("name"))
@@ -514,6 +515,13 @@ def _from_preregistration(registered: dict[str, Any] | None, pin: dict[str, Any]
         manifest = ab.parse_manifest((registered or {}).get("manifest"), f"the preregistration of {name!r}")
     except ab.ABError as exc:
         return [f"its preregistered manifest cannot be read ({exc})"]
+    role = _pinned_role(ledger, (registered or {}).get("task_set"))
+    if role is None:
+        return [f"the task set its preregistration pinned ({((registered or {}).get('task_set') or {}).get('set_id')}) "
+                "is not in this ledger with the tasks pinned: its role cannot be read from evidence"]  # fmt: skip
+    if details.get("role") not in (None, role):
+        return [f"the stored summary says the task set's role is {details.get('role')!r}; the set it pinned is {role!r}"]
+    details["role"] = role
     undeclared: set[str] = set()
     for rows in ((pin or {}).get("arms") or {}).values():
         for row in (rows or {}).values():
@@ -534,6 +542,25 @@ def _from_preregistration(registered: dict[str, Any] | None, pin: dict[str, Any]
     details["environment_parity"] = {**(details.get("environment_parity") or {}),
                                      "identical": not differing and not unknown, "why": why}  # fmt: skip
     return []
+
+
+def _pinned_role(ledger: Any, pinned: Any) -> str | None:
+    """The role (regression, development, holdout_live) of the task set version a preregistration
+    pinned, read from the set's own entries in the ledger (a role is fixed when a version is created),
+    or None when the ledger holds no such version with the pinned tasks."""
+    import hashlib
+
+    from .ledger import canonical
+    from .sets import SetError, resolve_set
+
+    if not isinstance(pinned, dict) or not isinstance(pinned.get("set_id"), str):
+        return None
+    try:
+        state = resolve_set(ledger, pinned["set_id"])
+    except (SetError, KeyError, ValueError):
+        return None
+    tasks = "sha256:" + hashlib.sha256(canonical(sorted(state.record.task_ids)).encode()).hexdigest()
+    return str(state.record.role) if tasks == pinned.get("tasks_digest") else None
 
 
 def _first(ledger: Any, kind: str, name: str) -> dict[str, Any] | None:

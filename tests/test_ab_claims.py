@@ -172,6 +172,17 @@ def _graded_evidence(ledger: Any, name: str, instances: list[Any], gained: int,
     return runs, outcomes, "sha256:" + hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()
 
 
+def _task_set_of(ledger: Any, name: str, instances: list[Any], role: str = "regression") -> dict[str, str]:
+    """A regression set of ``instances`` made in ``ledger`` for experiment ``name``, pinned as ``ab
+    preregister`` pins it (the claim reader reads the set's role from its own entries)."""
+    import hashlib
+
+    from pytest_objective_scoring.commands.ab import _pin
+    from pytest_objective_scoring.sets import create_set
+
+    return _pin(create_set(ledger, "s" + hashlib.sha256(name.encode()).hexdigest()[:10], role, instances, "static:tests"))
+
+
 def _stored_comparison(ledger: Any, name: str, change: str = "loc v2", benchmark: str = "bench-a",
                        p_value: float = 0.001, recommendation: str = "keep", instances: list | None = None,
                        claim: str = "C2", problems: list | None = None, declared: bool = True) -> list[Any]:  # fmt: skip
@@ -213,7 +224,8 @@ def _stored_comparison(ledger: Any, name: str, change: str = "loc v2", benchmark
     manifest["decision_rule"] = {**manifest["decision_rule"], "min_effect": 0.1}
     for arm, version in zip(manifest["arms"], ("h-1", "h-2")):
         arm["harness_version"] = version
-    ledger.append("ab_manifest", {"name": name, "digest": "sha256:x", "manifest": manifest, "task_set": {},
+    ledger.append("ab_manifest", {"name": name, "digest": "sha256:x", "manifest": manifest,
+                                  "task_set": _task_set_of(ledger, name, instances),
                                   "excluded_tasks": [], "power": details["power"]})  # fmt: skip
     ledger.append("ab_predictions", {"name": name, "manifest_digest": "sha256:x", "digest": "sha256:p",
                                      "arms": {arm: {f"{t} seed {s}": {"model_patch": None, "frozen": manifest["frozen"] if declared else {}}

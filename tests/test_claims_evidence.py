@@ -171,3 +171,78 @@ def test_a_recommendation_changed_by_hand_gives_no_claim(tmp_path):
     _forge(path, "ab_comparison", forged)
     result = run_cli_here("ab", "show", "exp", "--ledger", str(path))
     assert result.returncode == 1 and "the stored recommendation 'keep' is not what its evidence gives" in result.stderr
+
+
+def _tail_removed(path: Path, keep: int) -> None:
+    """Every row after ``keep`` deleted and the append-only trigger put back: the file alone verifies."""
+    conn = sqlite3.connect(path)
+    protect = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'entries_no_delete'").fetchone()[0]
+    conn.executescript(f"DROP TRIGGER entries_no_delete; DELETE FROM entries WHERE seq > {keep}; {protect};")
+    conn.close()
+
+
+def test_a_removed_tail_gives_no_claim_against_a_head_kept_elsewhere(tmp_path):
+    """A failed experiment on the same change is written after a C2 one; whoever can write the ledger
+    removes it (and the triggers are put back): the file alone verifies and the claim reads as before,
+    but against a head kept where the ledger's writers cannot reach, ``ab show`` and ``ab report`` give
+    no claim (issue 29: how a reader pins a ledger's head)."""
+    path = tmp_path / "l.sqlite"
+    with Ledger(path) as ledger:
+        _stored_comparison(ledger, "exp")
+        kept = ledger.head().seq
+        _stored_comparison(ledger, "failed", p_value=0.6, recommendation="reject", claim="C0")
+    anchor = run_cli_here("ledger", "head", "--ledger", str(path)).stdout.strip()
+    shown = run_cli_here("ab", "show", "exp", "--ledger", str(path), "--expect-head", anchor, "--json")
+    assert shown.returncode == 0, shown.stderr
+    family = json.loads(shown.stdout)["details"]["family"]
+    assert {m["name"] for m in family["members"]} == {"exp", "failed"}
+    _tail_removed(path, kept)
+    assert run_cli_here("ab", "show", "exp", "--ledger", str(path)).returncode == 0, "undetectable from the file alone"
+    for action in (("show", "exp"), ("report", "exp", "--out", str(tmp_path / "r"))):
+        result = run_cli_here("ab", *action, "--ledger", str(path), "--expect-head", anchor)
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "no claim" in result.stderr and "its tail was removed" in result.stderr, result.stderr
+        assert "claim level" not in result.stdout
+    assert not (tmp_path / "r").exists()
+    bad = run_cli_here("ab", "show", "exp", "--ledger", str(path), "--expect-head", "not-a-head")
+    assert bad.returncode == 2 and "--expect-head" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_a_signed_head_is_checked_with_the_key_file(tmp_path):
+    path, key = tmp_path / "l.sqlite", tmp_path / "key"
+    key.write_bytes(KEY)
+    with Ledger(path) as ledger:
+        _stored_comparison(ledger, "exp")
+    signed = run_cli_here("ledger", "head", "--ledger", str(path), "--sign", "--key-file", str(key)).stdout.strip()
+    ok = run_cli_here("ab", "show", "exp", "--ledger", str(path), "--expect-head", signed, "--key-file", str(key))
+    assert ok.returncode == 0 and "C2" in ok.stdout, ok.stderr
+    other = tmp_path / "other"
+    other.write_bytes(b"another key")
+    wrong = run_cli_here("ab", "show", "exp", "--ledger", str(path), "--expect-head", signed, "--key-file", str(other))
+    assert wrong.returncode == 1 and "no claim" in wrong.stderr, wrong.stderr
+    unsigned = run_cli_here("ab", "show", "exp", "--ledger", str(path), "--expect-head", signed.rsplit(":", 1)[0],
+                            "--key-file", str(key))  # fmt: skip
+    assert unsigned.returncode == 2 and "not signed" in unsigned.stderr
+
+
+def test_the_task_sets_role_is_read_from_the_sets_own_entries(tmp_path):
+    """The role decides the recommendation (a development set never says keep): a row appended by hand
+    that calls the pinned regression set a holdout gives no claim, and so does a comparison whose pinned
+    set the ledger does not hold with its tasks."""
+    path = tmp_path / "l.sqlite"
+    with Ledger(path) as ledger:
+        _stored_comparison(ledger, "exp")
+    forged = copy.deepcopy(_last_comparison(path))
+    forged["details"]["role"] = "holdout_live"
+    _forge(path, "ab_comparison", forged)
+    result = run_cli_here("ab", "show", "exp", "--ledger", str(path))
+    assert result.returncode == 1, result.stdout
+    assert "the stored summary says the task set's role is 'holdout_live'; the set it pinned is 'regression'" in result.stderr
+    from pytest_objective_scoring.ab_comparison import _pinned_role
+
+    with Ledger(path, read_only=True) as ledger:
+        pinned = next(e.data["task_set"] for e in ledger.entries("ab_manifest"))
+        assert _pinned_role(ledger, pinned) == "regression"
+        assert _pinned_role(ledger, {**pinned, "tasks_digest": "sha256:" + "0" * 64}) is None, "other tasks"
+        assert _pinned_role(ledger, {**pinned, "set_id": "absent@v1"}) is None
+        assert _pinned_role(ledger, {}) is None

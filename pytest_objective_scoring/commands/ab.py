@@ -744,24 +744,45 @@ def _latest(args: argparse.Namespace) -> dict[str, Any]:
         if not found:
             raise _error(f"no comparison named {args.name!r} in {path} (comparisons: {', '.join(names) or 'none'})")
         latest = found[-1]  # its claim as the ledger stands now, not as it stood when it was written
-        latest["details"] = _read_back(ledger, path, latest)
+        latest["details"] = _read_back(ledger, path, latest, getattr(args, "expect_head", None), _key(args))
     return latest
 
 
-def _read_back(ledger: Any, path: Path, output: dict[str, Any]) -> dict[str, Any]:
+def _key(args: argparse.Namespace) -> bytes | None:
+    """``--key-file``'s key (it checks a signed ``--expect-head`` and the ledger's seals), else None:
+    the seals are then checked with ``$OBJECTIVE_SCORE_LEDGER_KEY_FILE``'s key when it is set."""
+    from .ledger import _ledger_key
+
+    return _ledger_key(args)
+
+
+def _read_back(ledger: Any, path: Path, output: dict[str, Any], expect_head: str | None = None,
+               key: bytes | None = None) -> dict[str, Any]:  # fmt: skip
     """A comparison already recorded, as ``ab run`` reads it back: from verified evidence only, as
-    ``ab show`` reads it (:func:`_latest`): the ledger verified, the summary recomputed from its
-    graded runs, then the claim reassessed. :class:`NoClaim` when either fails."""
+    ``ab show`` reads it (:func:`_latest`): the ledger verified (against ``expect_head``, a head kept
+    from ``ledger head`` where the ledger's writers cannot reach, when given: a removed tail, which the
+    file alone cannot show, then gives no claim), the summary recomputed from its graded runs, then the
+    claim reassessed. :class:`NoClaim` when either fails."""
     from ..ab_comparison import recomputed
-    from ..ledger import LedgerError, key_from_environment, verify
+    from ..ledger import LedgerError, key_from_environment, parse_head, verify
 
     try:
-        checked = verify(path, key=key_from_environment())
+        signed = expect_head is not None and parse_head(expect_head)[2] is not None
+    except ValueError as exc:
+        raise CommandError(f"--expect-head {exc}") from None
+    if expect_head is not None and key is not None and not signed:
+        raise CommandError("--expect-head: a key was given (--key-file) but the head is not signed (expected SEQ:HASH:HMAC)")
+    key = key if key is not None else key_from_environment()
+    try:
+        checked = verify(path, expect_head if signed else None, key)  # the chain, the seals (and a signed head) with the key
+        problems = list(checked.problems)
+        if expect_head is not None and not signed:  # an unsigned head, whatever key seals the rows
+            problems += [p for p in verify(path, expect_head).problems if p not in problems]
     except LedgerError as exc:
         raise NoClaim(f"{path}: {exc}") from None
-    if not checked.ok:
-        raise NoClaim(f"{path} fails verification, so no claim is read from it: " + "; ".join(checked.problems[:5])
-                      + " (objective-score ledger verify)")  # fmt: skip
+    if problems:
+        raise NoClaim(f"{path} fails verification, so no claim is read from it: " + "; ".join(problems[:5])
+                      + " (objective-score ledger verify" + (" --expect-head" if expect_head else "") + ")")
     details, problems = recomputed(ledger, output)
     if problems:
         raise NoClaim(f"comparison {output['name']!r}: its stored summary is not borne out by its graded runs, so no "
@@ -844,6 +865,14 @@ def register(sub: Any) -> None:
     report.add_argument("--out", metavar="DIR", default="ab-report", help="Where to write report.md and report.html (default: ab-report)")
     report.set_defaults(handler=_claim_reader(cmd_report))
 
+    for action in (show, report):
+        action.add_argument("--expect-head", metavar="HEAD", default=None,
+                            help="A head kept from objective-score ledger head (HASH, SEQ:HASH, or SEQ:HASH:HMAC when "
+                            "signed) where the ledger's writers cannot reach: it must still be in the chain, else the "
+                            "ledger's tail was removed or rewritten and no claim is read (exit 1)")  # fmt: skip
+        action.add_argument("--key-file", metavar="FILE", default=None,
+                            help="The ledger key (the file's bytes): checks a signed --expect-head and the ledger's "
+                            "seals (default: $OBJECTIVE_SCORE_LEDGER_KEY_FILE)")  # fmt: skip
     for action in (pre, run, show, report):
         action.add_argument("--ledger", metavar="PATH", default=None, help=f"The ledger (default: {DEFAULT_LEDGER})")
         action.add_argument("--json", action="store_true", help="Print the result as JSON")
