@@ -26,7 +26,7 @@ from typing import Any, Final, Iterable, Mapping, Sequence
 
 from .ab_inference import pass_at_k  # noqa: F401 (re-exported: the estimator lives with the statistics)
 from .cost_ledger import finite_number, shown
-from .identity import near_keys, shown_name, text_key
+from .identity import near_keys, shown_name, symbol_key, text_key
 from .ledger import canonical
 
 __all__ = [
@@ -236,6 +236,31 @@ def change_links(manifests: Iterable[Mapping[str, Any]]) -> list[tuple[str, str,
     return links
 
 
+def change_splits(manifests: Iterable[Mapping[str, Any]]) -> set[frozenset[str]]:
+    """The spellings declared ``different_from`` each other although their :func:`.identity.text_key` is
+    one, as pairs of :func:`.identity.symbol_key` (``+20%`` and ``-20%``): each is outside the other's
+    family. Only spellings that differ by a sign can be split (:func:`review_change` refuses the rest)."""
+    splits = set()
+    for manifest in manifests:
+        change = manifest.get("change_under_test") if isinstance(manifest, Mapping) else None
+        if not isinstance(change, str) or "change_relation" not in manifest:
+            continue
+        try:
+            relations = parse_relations(manifest.get("change_relation"), "")
+        except ABError:
+            continue
+        for r in relations:
+            if r.relation == "different_from" and text_key(r.change) == text_key(change) and symbol_key(r.change) != symbol_key(change):
+                splits.add(frozenset({symbol_key(change), symbol_key(r.change)}))
+    return splits
+
+
+def in_family(change: str, spelled: str, keys: set[str], splits: set[frozenset[str]]) -> bool:
+    """Whether the change spelt ``spelled`` is in the family of ``change`` (``keys``: :func:`change_family`),
+    a spelling declared different from it by its signs excepted (:func:`change_splits`)."""
+    return text_key(spelled) in keys and frozenset({symbol_key(change), symbol_key(spelled)}) not in splits
+
+
 def change_family(change: str, links: Iterable[tuple[str, str, str]]) -> set[str]:
     """The keys of every change that is ``change``: the same :func:`.identity.text_key`, or joined to it by a
     ``same_as`` declaration (either way round, and transitively)."""
@@ -254,16 +279,18 @@ def _joined(keys: set[str], links: Iterable[tuple[str, str, str]]) -> set[str]:
     return family
 
 
-def review_change(manifest: Manifest, known: Sequence[Mapping[str, Any]],
-                  links: Sequence[tuple[str, str, str]]) -> list[dict[str, Any]]:  # fmt: skip
+def review_change(manifest: Manifest, known: Sequence[Mapping[str, Any]], links: Sequence[tuple[str, str, str]],
+                  splits: set[frozenset[str]] | None = None) -> list[dict[str, Any]]:  # fmt: skip
     """The declarations a new preregistration records, or :class:`ABError` (one line naming the existing change).
 
     ``known`` are the ledger's preregistered experiments (``name``, ``change``, ``seq``); ``links`` the
     relations they declared (:func:`change_links`). A change spelt differently from an existing one with
     the same :func:`.identity.text_key`, or within a few edits of one (:func:`.identity.near_keys`), must be
     declared ``same_as`` it (it joins its family) or ``different_from`` it, with the reason; a name with the
-    same key is always the same change, so ``different_from`` it is refused. A change already related to this
-    one (or to a change this one is declared the same as) by any declaration needs none."""
+    same key is the same change, so ``different_from`` it is refused, unless the two differ by a sign
+    (:func:`.identity.symbol_key`: ``+20%`` and ``-20%``). A change already related to this one (or to a
+    change this one is declared the same as) by any declaration needs none, and neither does a spelling
+    already declared apart by its signs (``splits``: :func:`change_splits`) from one with this one's signs."""
     change, key = manifest.change_under_test, text_key(manifest.change_under_test)
     keys = {text_key(k["change"]) for k in known}
     recorded: list[dict[str, Any]] = []
@@ -273,11 +300,14 @@ def review_change(manifest: Manifest, known: Sequence[Mapping[str, Any]],
             names = ", ".join(sorted({shown_name(k["change"]) for k in known})[:5]) or "none"
             raise ABError(f"change_relation names {shown_name(relation.change)}, but no experiment in this ledger is on "
                           f"that change (changes preregistered: {names})")  # fmt: skip
-        if relation.relation == "different_from" and other == key:
+        split = relation.relation == "different_from" and other == key
+        if split and symbol_key(change) == symbol_key(relation.change):
             raise ABError(f"change_relation: {shown_name(change)} cannot be different from {shown_name(relation.change)}: once case, "
                           "punctuation, spacing, invisible and look-alike characters are folded they are one name, "
-                          "and one name is one change (name a different change differently)")  # fmt: skip
-        matches = sorted({k["change"] for k in known if text_key(k["change"]) == other})
+                          "and they differ by no sign (+ - * / < > = ^ ~ ! % # & @, a dot between digits) either: one "
+                          "name is one change (name a different change differently)")  # fmt: skip
+        matches = sorted({k["change"] for k in known if text_key(k["change"]) == other
+                          and (not split or symbol_key(k["change"]) == symbol_key(relation.change))})  # fmt: skip
         recorded.append({"relation": relation.relation, "change": relation.change, "reason": relation.reason,
                          "key": other, "matches": matches})  # fmt: skip
     declared = {entry["key"] for entry in recorded}
@@ -290,9 +320,10 @@ def review_change(manifest: Manifest, known: Sequence[Mapping[str, Any]],
         if existing["change"] == change or other in declared or _joined({other}, links) & decided:
             continue
         if other == key:
-            if change in spelt:  # this very spelling is preregistered already: the family knows it
-                continue
-            why, declare = "spelt differently from", '"same_as"'
+            if change in spelt or frozenset({symbol_key(change), symbol_key(existing["change"])}) in (splits or set()):
+                continue  # this very spelling is preregistered already, or its signs were declared another change
+            signed = symbol_key(existing["change"]) != symbol_key(change)  # differs by a sign: may be another change
+            why, declare = "spelt differently from", '"same_as" or "different_from"' if signed else '"same_as"'
         else:
             edits = near_keys(key, other)
             if edits is None or other in joined:

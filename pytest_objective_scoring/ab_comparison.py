@@ -263,7 +263,8 @@ def experiment_family(ledger: Any, change: str, name: str, record: dict[str, Any
     """Every experiment preregistered in this ledger on ``change`` however it is spelled (the same
     :func:`.identity.text_key`: case, punctuation, spacing, invisible and look-alike characters folded) or
     declared the same change by a manifest's ``change_relation`` (:func:`.ab.change_family`), this one
-    included, whatever became of them: each one's status and primary p-value, Holm-adjusted over all of
+    included (a spelling that differs from it by a sign and was declared ``different_from`` it is not:
+    :func:`.ab.in_family`), whatever became of them: each one's status and primary p-value, Holm-adjusted over all of
     them (one not yet run counts as p = 1, and so does one recorded by an older version, whose p-value
     pooled (seed, task) pairs)."""
     from .ab_inference import holm
@@ -271,13 +272,13 @@ def experiment_family(ledger: Any, change: str, name: str, record: dict[str, Any
 
     entries = list(ledger.entries("ab_manifest"))
     stated = [e.data["manifest"] for e in entries if isinstance(e.data.get("manifest"), dict)]
-    links = ab.change_links(stated)
+    links, splits = ab.change_links(stated), ab.change_splits(stated)
     keys = ab.change_family(change, links)
     manifests: dict[str, dict[str, Any]] = {}
     for entry in entries:
         data = entry.data
         spelled = (data.get("manifest") or {}).get("change_under_test")
-        if isinstance(spelled, str) and text_key(spelled) in keys:
+        if isinstance(spelled, str) and ab.in_family(change, spelled, keys, splits):
             manifests.setdefault(data["name"], {"seq": entry.seq, "benchmark": (data["manifest"].get("benchmark") or {}).get("id"),
                                                 "change_under_test": spelled})  # fmt: skip
     declared = [{"change": m["change_under_test"], **r} for m in stated

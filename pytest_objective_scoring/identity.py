@@ -20,6 +20,11 @@ override read as it shows, Latin small capitals as their letters, the Greek luna
 - punctuation, symbols of ASCII and whitespace removed: ``retry on failure``, ``retry, on failure``,
   ``Retry-On-Failure`` and ``retryonfailure`` are one name.
 
+Folding punctuation also folds signs: ``+20%`` and ``-20%``, ``1e-3`` and ``1e3``, ``C++`` and ``C`` share a key.
+Undeclared they are one change (the safe side, below); :func:`symbol_key` keeps the signs, and two
+spellings whose symbol keys differ may be declared ``different_from`` each other, with the reason, which
+splits their families (``ab preregister``). Spellings that differ by no sign never split.
+
 Folding more than UTS #39 does errs on the safe side: two names wrongly made one join one Holm family
 (more correction, never less) or one benchmark family (no replication claimed between them), and a
 near-duplicate must be declared by whoever preregisters it (:func:`near_keys`, ``ab preregister``).
@@ -48,7 +53,7 @@ from functools import lru_cache
 from typing import Any, Final
 
 __all__ = ["CONFUSABLES", "PROBLEM_KEY_PREFIX", "derive_table", "edit_distance", "near_keys", "problem_key",
-           "shown_name", "text_key"]
+           "shown_name", "symbol_key", "text_key"]
 
 # Derived from Unicode's confusables.txt (Unicode Security Mechanisms for UTS #39, version 17.0.0,
 # dated 2025-07-22; https://www.unicode.org/Public/security/17.0.0/confusables.txt), (c) 2025 Unicode, Inc.,
@@ -249,6 +254,50 @@ def text_key(text: str) -> str:
     """The canonical form of a name (see the module docstring): two names are one when their keys are
     equal. ``text_key("SYNTH-A") == text_key("synth a") == text_key("ѕуnth-а")`` (Cyrillic)."""
     return _fold(text, _table())
+
+
+# The signs whose presence changes what a name says (``+20%`` and ``-20%``, ``1e-3`` and ``1e3``, ``C++``
+# and ``C``), and the look-alikes of each that NFKC leaves alone, for :func:`symbol_key`.
+SIGNS: Final = frozenset("+-*/<>=^~!%#&@.")
+SIGN_LOOKALIKES: Final = {"\u2212": "-", "\u2796": "-", "\u02d7": "-", "\u2052": "-", "\u2795": "+", "\u02d6": "+",
+                          "\u066a": "%", "\u2217": "*", "\u2215": "/", "\u2044": "/"}  # fmt: skip
+
+
+def _sign(char: str) -> str | None:
+    """The sign ``char`` is (a dash of any kind is a minus), or None."""
+    if char in SIGNS:
+        return char
+    return "-" if unicodedata.category(char) == "Pd" else SIGN_LOOKALIKES.get(char)
+
+
+def _visible(text: str) -> str:
+    """``text`` without what shows as nothing (spaces, format and control characters, marks, fillers)."""
+    return "".join(c for c in text if unicodedata.category(c) not in DROPPED_CATEGORIES and ord(c) not in BLANKS
+                   and not c.isspace())  # fmt: skip
+
+
+def symbol_key(text: str) -> str:
+    """:func:`text_key` with the signs kept that change what a name says: ``+ - * / < > = ^ ~ ! % # & @``
+    and a dot between digits (a dash of any kind, a minus sign and their look-alikes are ``-``); a
+    hyphen between letters, and every other punctuation, stays a separator. Two names with one
+    :func:`text_key` are one change unless their symbol keys differ *and* a manifest declares them
+    ``different_from`` each other, with the reason (``+20%`` and ``-20%`` can be told apart that way;
+    ``retry-on-failure`` and ``Retry On Failure`` never)."""
+    table = _table()
+    marked = "".join(f"\x00{sign}\x00" if (sign := _sign(char)) else char
+                     for char in unicodedata.normalize("NFKC", _as_shown(text)))  # fmt: skip
+    parts = marked.split("\x00")  # text, sign, text, sign, ...: each text run folded as text_key folds it
+    out = []
+    for index, part in enumerate(parts):
+        if not index % 2:
+            out.append(_fold(part, table))
+            continue
+        before = _visible("".join(parts[:index:2]))[-1:]  # the text next to the sign, as it shows
+        after = _visible("".join(parts[index + 1::2]))[:1]
+        if (part == "-" and before.isalpha() and after.isalpha()) or (part == "." and not (before.isdigit() and after.isdigit())):
+            continue
+        out.append(part)
+    return "".join(out)
 
 
 def shown_name(text: str) -> str:

@@ -416,6 +416,54 @@ def test_a_look_alike_spelling_joins_its_change_and_cannot_be_declared_another(t
         assert not any(e.data["name"] == "exp-2" and "change_relation" not in e.data for e in opened.entries("ab_manifest"))
 
 
+@pytest.mark.parametrize(("first", "second"), [("retry budget +20%", "retry budget -20%"), ("lr 1e-3", "lr 1e3"),
+                                               ("port to C++", "port to C"), ("cache v1.2", "cache v12")])  # fmt: skip
+def test_names_one_only_once_their_signs_are_dropped_are_one_change_until_declared_apart(tmp_path, first, second):
+    """``+20%`` and ``-20%`` share a text key (signs are punctuation): undeclared they are one change (one
+    Holm family, the safe side); ``different_from`` with a reason splits them, because a sign tells them
+    apart (issue 29 review: the split was refused). A spelling that differs by no sign cannot be split."""
+    from pytest_objective_scoring.identity import symbol_key
+
+    from .test_ab import MANIFEST
+
+    assert text_key(first) == text_key(second) and symbol_key(first) != symbol_key(second)
+    ledger, manifest = _ledger_and_manifest(tmp_path)
+    assert _preregister(manifest("exp-a", first), ledger).returncode == 0
+    refused = _preregister(manifest("exp-b", second), ledger)
+    assert refused.returncode == 2 and '{"same_as" or "different_from": ' + json.dumps(first) in refused.stderr, refused.stderr
+    apart = {"different_from": first, "reason": "the opposite setting"}
+    assert _preregister(manifest("exp-b", second, change_relation=apart), ledger).returncode == 0
+    respelt = second.upper().replace(" ", "\u200b  ")  # a respelling of the second: said the same, joins its family
+    refused = _preregister(manifest("exp-c", respelt), ledger)
+    assert refused.returncode == 2 and '{"same_as": ' + json.dumps(second) in refused.stderr, refused.stderr
+    assert json.dumps(first) not in refused.stderr, "its signs were declared apart from the first once: not asked again"
+    same = {"same_as": second, "reason": "capitals"}
+    assert _preregister(manifest("exp-c", respelt, change_relation=same), ledger).returncode == 0
+    from pytest_objective_scoring.ab_comparison import experiment_family
+
+    with Ledger(ledger, read_only=True) as opened:
+        def members(change: str, name: str) -> list[str]:
+            return [m["name"] for m in experiment_family(opened, change, name, {"result": {}},
+                                                         {"benchmark": {"id": "fixtures"}})["members"]]  # fmt: skip
+        assert members(first, "exp-a") == ["exp-a"]
+        assert members(second, "exp-b") == ["exp-b", "exp-c"]
+        assert MANIFEST["change_under_test"] not in (first, second)
+    same_signs = {"different_from": second, "reason": "we say so"}
+    refused = _preregister(manifest("exp-d", second.title(), change_relation=same_signs), ledger)
+    assert refused.returncode == 2 and "differ by no sign" in refused.stderr, refused.stderr
+
+
+def test_a_sign_look_alike_or_an_invisible_character_is_no_sign_of_another_change():
+    from pytest_objective_scoring.identity import symbol_key
+
+    assert symbol_key("retry budget \u221220%") == symbol_key("retry budget -20%"), "a minus sign is a hyphen-minus"
+    assert symbol_key("retry\u2010on\u2013failure") == symbol_key("retry on failure"), "dashes between letters"
+    assert symbol_key("retry\u200b-\u200bon") == symbol_key("retry on"), "an invisible character does not make a sign"
+    assert symbol_key("c\u2795\u2795") == symbol_key("C++")
+    assert symbol_key("v1.2") != symbol_key("v12") and symbol_key("v1. 2") == symbol_key("v1.2")
+    assert symbol_key("retry on failure.") == symbol_key("retry on failure"), "a full stop is no sign"
+
+
 @pytest.mark.parametrize(
     ("relation", "fragment"),
     [({"same_as": "x"}, "field 'reason' is missing"),

@@ -140,7 +140,7 @@ def _review_change(ledger: Any, manifest: ab.Manifest, path: str) -> list[dict[s
             known.append({"name": entry.data.get("name"), "change": written["change_under_test"], "seq": entry.seq})
             stated.append(written)
     try:
-        return ab.review_change(manifest, known, ab.change_links(stated))
+        return ab.review_change(manifest, known, ab.change_links(stated), ab.change_splits(stated))
     except ab.ABError as exc:
         raise _error(f"{path}: {exc}; nothing was registered") from None
 
