@@ -14,10 +14,11 @@ saying why; the stored record itself never changes (the ledger is append-only).
   the same change is counted (Holm); and ``keep``.
 - **C3**: C2 here and C2 on another preregistered comparison of the same change on another benchmark
   family: another ``benchmark.id`` by :func:`.identity.text_key` (``synth-a`` and ``SYNTH-A``, or a
-  look-alike spelling, are one family) *and* no problem in common (:func:`.identity.problem_key`: base
-  commit, gold and test patches as the lines they change, test lists), so the same problems under new
-  names, ids, repositories or reworded statements do not count; nor do problems recorded by an older
-  version, whose identities cannot be compared with today's.
+  look-alike spelling, are one family) *and* no problem in common (:func:`.identity.problem_keys`: one
+  shared key is one problem: the whole task's, its fix's code, or its tests' code with FAIL_TO_PASS), so
+  the same problems under new names, ids, repositories, commits or reworded statements, with comments
+  added or PASS_TO_PASS ids dropped, do not count; nor do problems recorded by an older version, whose
+  identities cannot be compared with today's.
 - **C4** is never reached from benchmark evidence alone: said once, as the scope of every claim, not
   as a reason a claim went down.
 
@@ -29,7 +30,7 @@ from __future__ import annotations
 from typing import Any, Final, Mapping, Sequence
 
 from .ab import PROMOTION_SEEDS
-from .identity import PROBLEM_KEY_PREFIX, problem_key, text_key
+from .identity import FACET_PREFIXES, PROBLEM_KEY_PREFIX, problem_key, text_key
 
 __all__ = ["C2_MAX_ALPHA", "C2_MIN_TASKS", "C2_PAIRS", "C4_SCOPE", "LEVELS", "c2_blockers", "claim_level", "pair_problem",
            "problem_identity"]
@@ -56,7 +57,9 @@ C4_SCOPE: Final = ("C4 is never reached from benchmark evidence: product promoti
 def _comparable(problems: Sequence[str] | None) -> bool:
     """Whether a comparison's problems are today's identities (:func:`.identity.problem_key`): an older
     version's digests cannot show two comparisons disjoint."""
-    return bool(problems) and all(isinstance(p, str) and p.startswith(PROBLEM_KEY_PREFIX) for p in problems or [])
+    known = bool(problems) and all(isinstance(p, str) and p.startswith((PROBLEM_KEY_PREFIX, *FACET_PREFIXES))
+                                   for p in problems or [])  # fmt: skip
+    return known and any(str(p).startswith(FACET_PREFIXES) for p in problems or [])  # recorded with its parts' keys
 
 
 def pair_problem(arm_kinds: Sequence[Mapping[str, Any]]) -> str | None:

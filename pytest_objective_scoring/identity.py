@@ -39,6 +39,15 @@ and the statement are left out: a copy under a new id, a reworded statement or a
 the same problem. Only a task with neither a base commit nor a patch (nothing locates its content) is
 told apart by its repository's and statement's :func:`text_key`.
 
+A copy can also change one *part* of a task: drop a PASS_TO_PASS id, add a comment line to the gold
+patch, or move it to another commit with the same tree (a rebase, a re-import). So a problem has more
+keys (:func:`problem_keys`): beside the whole task's, one for its **fix** (the gold patch's code) and one
+for its **tests** (the test patch's code with the FAIL_TO_PASS list), each as code: comment-only and
+blank changed lines and trailing comments dropped, every change anchored at the line of the original
+file where it applies (so an added line moves no other). Two tasks that share any key are one problem;
+on SWE-bench Lite's 300 tasks no two do. A copy that rewrites the code of both its fix and its tests is
+not caught: it is, by then, another task.
+
 Pure functions; this module never imports pytest.
 """
 
@@ -52,8 +61,8 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, Final
 
-__all__ = ["CONFUSABLES", "PROBLEM_KEY_PREFIX", "derive_table", "edit_distance", "near_keys", "problem_key",
-           "shown_name", "symbol_key", "text_key"]
+__all__ = ["CONFUSABLES", "FACET_PREFIXES", "PROBLEM_KEY_PREFIX", "derive_table", "edit_distance", "near_keys",
+           "problem_facets", "problem_key", "problem_keys", "shown_name", "symbol_key", "text_key"]
 
 # Derived from Unicode's confusables.txt (Unicode Security Mechanisms for UTS #39, version 17.0.0,
 # dated 2025-07-22; https://www.unicode.org/Public/security/17.0.0/confusables.txt), (c) 2025 Unicode, Inc.,
@@ -422,6 +431,74 @@ def _commit(value: Any) -> str | None:
     apart), any other name (a tag) as written, without surrounding whitespace."""
     text = value.strip().lower() if isinstance(value, str) else ""
     return text[:7] if re.fullmatch("[0-9a-f]{7,64}", text) else (text or None)
+
+
+# A changed line that is only a comment (or blank) does not change what a patch fixes: dropped from a facet,
+# with a comment at the end of a code line. Erring towards one problem only ever burns more.
+COMMENT_LINE: Final = re.compile(r"^\s*(#(?!!)|//|/\*|\*(\s|/|$)|--\s|;;)|^\s*$")
+TRAILING_COMMENT: Final = re.compile(r"\s+(#|//)(?!.*[\"']).*$")
+FACET_PREFIXES: Final = ("problem-fix-v1:sha256:", "problem-tests-v1:sha256:")
+
+
+def _code(line: str) -> str | None:
+    """A changed line as code: whitespace runs one space, a trailing comment dropped; None when the line
+    is only a comment or blank."""
+    if COMMENT_LINE.match(line):
+        return None
+    return " ".join(TRAILING_COMMENT.sub("", line).split()) or None
+
+
+def _anchored(text: Any) -> Any:
+    """A patch as the code it changes, anchored where it changes it in the file it is applied to: each
+    removed line at its line number, each added line at the line it is inserted before, so that an added
+    comment line (dropped) moves no other line; per file, sorted. None for no patch or nothing but comments."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    from unidiff import PatchSet
+    from unidiff.errors import UnidiffParseError
+
+    text = text.replace("\r\n", "\n").replace("\r", "\n").rstrip("\n") + "\n"
+    try:
+        files = list(PatchSet(text))
+    except (UnidiffParseError, ValueError, TypeError):
+        files = []
+    changed: list[Any] = []
+    for patched in files:
+        changes = []
+        for hunk in patched:
+            source = hunk.source_start
+            for line in hunk:
+                code = _code(line.value) if line.line_type in ("-", "+") else None
+                if code is not None:
+                    changes.append([line.line_type, source, code])
+                source += line.line_type in ("-", " ")
+        if changes:
+            changed.append([_strip_prefix(patched.target_file if patched.source_file == "/dev/null" else patched.source_file, "a/"),
+                            sorted(changes)])  # fmt: skip
+    if not files:  # not a patch unidiff reads: its lines (a changed line without its sign) as code, in order
+        kept = [_code(line[1:] if line[:1] in ("+", "-") and not line.startswith(("+++", "---")) else line)
+                for line in text.split("\n") if not line.startswith("index ")]  # fmt: skip
+        changed = [["unparsed", [line for line in kept if line]]] if any(kept) else []
+    return sorted(changed) or None
+
+
+def problem_facets(fields: Mapping[str, Any]) -> tuple[str, ...]:
+    """The keys of a problem's parts, each enough to say two tasks are one problem (see the module
+    docstring): its **fix** (the gold patch's code, anchored, comments dropped) and its **tests** (the test
+    patch's code, anchored, comments dropped, with the sorted FAIL_TO_PASS list). A copy that changes one
+    part (a PASS_TO_PASS id dropped, a comment added to the gold patch, the same tree under another commit
+    id) keeps the other part's key. A part the task lacks (no gold patch, no test patch) has no key."""
+    fix, tests = _anchored(fields.get("patch")), _anchored(fields.get("test_patch"))
+    parts = [(FACET_PREFIXES[0], fix), (FACET_PREFIXES[1], {"test_patch": tests, "FAIL_TO_PASS": _tests(fields.get("FAIL_TO_PASS"))}
+                                      if tests is not None else None)]  # fmt: skip
+    return tuple(prefix + hashlib.sha256(json.dumps(part, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+                                         .encode("utf-8")).hexdigest() for prefix, part in parts if part is not None)  # fmt: skip
+
+
+def problem_keys(fields: Mapping[str, Any]) -> tuple[str, ...]:
+    """Every key of a problem: :func:`problem_key` and its :func:`problem_facets`. Two tasks are one
+    problem when they share any one of them."""
+    return (problem_key(fields), *problem_facets(fields))
 
 
 def problem_key(fields: Mapping[str, Any]) -> str:

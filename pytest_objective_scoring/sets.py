@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast
 
 from .batch import instance_digest
-from .identity import problem_key
+from .identity import problem_facets, problem_key
 from .instances import Instance
 from .ledger import Entry, Ledger
 
@@ -135,8 +135,10 @@ def legacy_problem_digest(fields: Mapping[str, Any]) -> str:
 
 
 def _problems(task: Mapping[str, Any]) -> tuple[str, ...]:
-    """Every identity a task's row records for its problem: the key, and the older digest when present."""
-    return tuple(p for p in (task.get("problem"), task.get("problem_v1")) if isinstance(p, str) and p)
+    """Every identity a task's row records for its problem: the key, the keys of its fix and its tests
+    (:func:`.identity.problem_facets`) and the older digest, each when present."""
+    facets = task.get("problem_facets") if isinstance(task.get("problem_facets"), list) else []
+    return tuple(p for p in (task.get("problem"), *facets, task.get("problem_v1")) if isinstance(p, str) and p)
 
 
 def task_id_of(instance: Instance) -> str:
@@ -412,13 +414,14 @@ def refuse_copies(instances: Iterable[Instance]) -> None:
     the other, which a burn written task by task cannot express)."""
     seen: dict[str, Instance] = {}
     for instance in instances:
-        digest = problem_key(instance.fields)
-        if digest in seen and seen[digest].instance_id != instance.instance_id:  # the same id twice is said later
-            first = seen[digest]
+        keys = _problems(_task_row(instance))
+        first = next((seen[k] for k in keys if k in seen and seen[k].instance_id != instance.instance_id), None)
+        if first is not None:  # the same id twice is said later
             raise SetError(f"{instance.source}: task {instance.instance_id!r} is the same problem as {first.instance_id!r} "
-                           f"({first.source}): the same base commit, gold and test patches and tests (its id, dates, "
-                           "statement and repository name do not make another problem); a set holds each problem once")  # fmt: skip
-        seen[digest] = instance
+                           f"({first.source}): the same gold patch, or the same test patch and FAIL_TO_PASS tests, as "
+                           "code (its id, dates, statement, repository name, base commit, comments and PASS_TO_PASS "
+                           "list do not make another problem); a set holds each problem once")  # fmt: skip
+        seen.update({k: instance for k in keys})
 
 
 def refuse_future_tasks(instances: Iterable[Instance], now: _dt.datetime | None = None) -> None:
@@ -654,6 +657,7 @@ class _Fold:
 def _task_row(instance: Instance) -> dict[str, Any]:
     return {"task_id": task_id_of(instance), "instance_id": instance.instance_id,
             "created_at": instance.fields.get("created_at"), "problem": problem_key(instance.fields),
+            "problem_facets": list(problem_facets(instance.fields)),
             "problem_v1": legacy_problem_digest(instance.fields)}  # fmt: skip
 
 
@@ -771,7 +775,8 @@ def _apply_version(folded: _Fold, body: Mapping[str, Any], seq: int, created: st
     elif parse_source(source)[0] in NEEDS_CUTOFF:
         _cutoff_required(source, name)
     tasks = [{"task_id": t["task_id"], "instance_id": t["instance_id"], "created_at": t.get("created_at"),
-              "problem": t.get("problem"), "problem_v1": t.get("problem_v1")} for t in body["tasks"]]  # fmt: skip
+              "problem": t.get("problem"), "problem_facets": t.get("problem_facets"), "problem_v1": t.get("problem_v1")}
+             for t in body["tasks"]]  # fmt: skip
     for task in tasks:
         if not isinstance(task["task_id"], str) or TASK_ID_RE.fullmatch(task["task_id"]) is None:
             raise SetError(f"{_where(seq)}: task id {task['task_id']!r} is not a content address")
@@ -973,6 +978,8 @@ def _task_bodies(states: Sequence[TaskState], rows: Sequence[Mapping[str, Any]])
         row = problems.get(s.task_id, {})
         body = {"task_id": s.task_id, "instance_id": s.instance_id, "created_at": s.created_at, "status": s.status,
                 "rule": s.rule, "problem": row.get("problem")}  # fmt: skip
+        if row.get("problem_facets"):  # its fix's and its tests' keys: a copy that changes one part keeps the other's
+            body["problem_facets"] = row["problem_facets"]
         if row.get("problem_v1"):  # the older digest, for burns an older version recorded
             body["problem_v1"] = row["problem_v1"]
         bodies.append(body)

@@ -14,7 +14,9 @@ import pytest
 
 from pytest_objective_scoring import ab
 from pytest_objective_scoring.ab_claims import C2_MIN_TASKS, c2_blockers, claim_level
-from pytest_objective_scoring.identity import PROBLEM_KEY_PREFIX as P
+from pytest_objective_scoring.identity import FACET_PREFIXES
+
+P = FACET_PREFIXES[0]  # the key of a task's fix: comparisons record it beside the whole task's key (problem_keys)
 
 from .conftest import FIXTURES
 from .runner_helpers import run_cli_here as run_cli  # in this process: see run_cli_here

@@ -19,6 +19,7 @@ from pytest_objective_scoring import ab, sets
 from pytest_objective_scoring.ab_claims import C4_SCOPE, claim_level
 from pytest_objective_scoring.identity import (
     CONFUSABLES,
+    FACET_PREFIXES,
     PROBLEM_KEY_PREFIX,
     derive_table,
     near_keys,
@@ -42,6 +43,7 @@ from .runner_helpers import run_cli_here as run_cli
 DATASET = FIXTURES / "datasets" / "fixtures.jsonl"
 CSVLITE = "fixtures__csvlite-1"
 P = PROBLEM_KEY_PREFIX
+F = FACET_PREFIXES[0]  # the key of a task's fix, recorded beside the whole task's
 
 # the spellings of "loc v2" that escaped its family (issue 29: "come back C2, keep")
 RESPELLINGS = {
@@ -294,6 +296,72 @@ def test_a_task_burned_by_an_older_version_still_burns_its_exact_copies(ledger, 
     assert state.burned_by is not None and state.burned_by.decision == "an older decision"
 
 
+def _flask() -> dict[str, Any]:
+    """A real SWE-bench Lite row (pallets__flask-4992), as the dataset holds it."""
+    return json.loads((Path(__file__).parent.parent / "fixtures" / "identity" / "pallets__flask-4992.json").read_text())
+
+
+def _comment_in_gold(row: dict[str, Any]) -> dict[str, Any]:
+    """A comment line added to the gold patch's first hunk (its header counted again, as git would)."""
+    patch = row["patch"].replace("@@ -234,6 +234,7 @@", "@@ -234,6 +234,8 @@", 1)
+    patch = patch.replace("+        text: bool = True,\n", "+        text: bool = True,\n+        # binary loaders (tomllib) need text=False\n", 1)
+    assert patch != row["patch"]
+    return {**row, "instance_id": "flask-copy", "patch": patch}
+
+
+PART_COPIES = {
+    "a PASS_TO_PASS id dropped": lambda r: {**r, "instance_id": "flask-copy", "PASS_TO_PASS": json.loads(r["PASS_TO_PASS"])[:-1]},
+    "a comment line added to the gold patch": _comment_in_gold,
+    "a comment at the end of a gold line": lambda r: {**r, "instance_id": "flask-copy", "patch": r["patch"].replace(
+        "+        text: bool = True,", "+        text: bool = True,  # new in 2.3", 1)},
+    "the same tree under another commit id": lambda r: {**r, "instance_id": "flask-copy", "base_commit": "1" * 40},
+    "all three at once": lambda r: {**_comment_in_gold(r), "base_commit": "1" * 40,
+                                  "PASS_TO_PASS": json.dumps(json.loads(r["PASS_TO_PASS"])[1:])},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("make", list(PART_COPIES.values()), ids=list(PART_COPIES))
+def test_a_copy_that_changes_one_part_of_a_real_task_is_still_the_same_problem(ledger, make):
+    """The issue 29 review's three escapes, on a real SWE-bench row: each copy has another whole-task
+    key, but its fix or its tests keep theirs, and one shared key is one problem (sets and A/B alike)."""
+    from pytest_objective_scoring.commands import ab as ab_commands
+    from pytest_objective_scoring.identity import problem_facets, problem_keys
+
+    row, copy_ = _flask(), make(_flask())
+    assert problem_key(copy_) != problem_key(row) or copy_["patch"] != row["patch"], "the copy changes the task"
+    assert set(problem_facets(copy_)) & set(problem_facets(row))
+    assert ab_commands._copies({"a": problem_keys(row), "b": problem_keys(copy_)}) == [["a", "b"]]
+    with pytest.raises(SetError, match="task 'flask-copy' is the same problem as 'pallets__flask-4992'"):
+        create_set(ledger, "reg", "regression", [_dated(row), _dated(copy_)], "static:swe-bench")
+    create_set(ledger, "hold", "holdout_live", [_dated(row)], "live:fresh", cutoff="2025-01-01")
+    burn(ledger, "hold", "promote x", when=1_750_000_000)
+    with pytest.raises(SetError, match="its status is known"):
+        create_set(ledger, "fresh", "holdout_live", [_dated(copy_)], "live:fresh", cutoff="2025-01-01")
+
+
+def test_what_changes_a_fix_and_its_tests_changes_both_parts_keys():
+    """Not every edit is a copy: a changed line of code in the fix, another FAIL_TO_PASS test with another
+    test patch, give keys of their own (a different problem is never merged by its comments alone)."""
+    from pytest_objective_scoring.identity import problem_facets
+
+    row = _flask()
+    fix, tests = problem_facets(row)
+    changed_fix = {**row, "patch": row["patch"].replace("+        text: bool = True,", "+        text: bool = False,", 1)}
+    assert problem_facets(changed_fix)[0] != fix and problem_facets(changed_fix)[1] == tests
+    other_tests = {**row, "FAIL_TO_PASS": ["tests/test_config.py::test_other"]}
+    assert problem_facets(other_tests)[1] != tests and problem_facets(other_tests)[0] == fix
+    assert problem_facets({**row, "patch": "", "test_patch": ""}) == ()
+    assert problem_facets({**row, "patch": "+# only a comment\n"}) == (tests,), "nothing but comments: no fix key"
+
+
+def test_an_older_comparisons_problems_without_parts_cannot_be_shown_disjoint():
+    from pytest_objective_scoring.ab_claims import _comparable
+    from pytest_objective_scoring.identity import problem_keys
+
+    assert _comparable(list(problem_keys(_flask())))
+    assert not _comparable([problem_key(_flask())]), "recorded before the parts' keys: no C3 from it"
+
+
 # ---------------------------------------------------------------------- families of a change, and C3
 
 
@@ -327,8 +395,8 @@ def _c2(benchmark: str, problems: list[str]) -> tuple[dict[str, Any], dict[str, 
 
 @pytest.mark.parametrize("other", ["SYNTH-A", "synth_a", "Synth A", "\u0455ynth-\u0430", "synth\u200b-a"])
 def test_c3_counts_one_benchmark_family_however_it_is_spelt(other):
-    details, record = _c2("synth-a", [f"{P}a1", f"{P}a2"])
-    replication = {"name": "half-two", "benchmark": other, "problem_digests": [f"{P}b1"], "c2": True}
+    details, record = _c2("synth-a", [f"{F}a1", f"{F}a2"])
+    replication = {"name": "half-two", "benchmark": other, "problem_digests": [f"{F}b1"], "c2": True}
     level, reasons = claim_level(details, record, holm_p=0.001, replications=[replication])
     assert level == "C2" and "the same benchmark family as synth-a, spelt otherwise" in reasons[2]
     elsewhere = dict(replication, benchmark="synth-b")
@@ -336,7 +404,7 @@ def test_c3_counts_one_benchmark_family_however_it_is_spelt(other):
 
 
 def test_c3_never_rests_on_problems_an_older_version_identified():
-    details, record = _c2("synth-a", [f"{P}a1"])
+    details, record = _c2("synth-a", [f"{F}a1"])
     older = {"name": "old", "benchmark": "synth-b", "problem_digests": ["sha256:b1"], "c2": True}
     level, reasons = claim_level(details, record, holm_p=0.001, replications=[older])
     assert level == "C2" and "problems recorded by an older version cannot be shown disjoint" in reasons[2]

@@ -408,7 +408,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..jobs import grade_jobs
     from ..instances import InstanceError, load_instances
     from ..ledger import Ledger
-    from ..identity import problem_key
+    from ..identity import problem_keys
     from ..sets import burn, resolve_set, task_id_of
 
     import importlib.util
@@ -460,11 +460,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         if changed:
             raise _error(f"--dataset {args.dataset}: {', '.join(changed[:5])} differ(s) from the task set's content-addressed "
                          f"task(s) in {task_set.record.set_id}: the comparison would not grade the tasks the set holds")  # fmt: skip
-        problems = {i.instance_id: problem_key(i.fields) for i in instances}
+        problems = {i.instance_id: problem_keys(i.fields) for i in instances}
         copies = _copies(problems)
         if copies:
             raise _error(f"task set {task_set.record.set_id} holds the same problem under several tasks ({len(copies)} "
-                         f"group(s), e.g. {', '.join(copies[0])}: the same base commit, patches and tests): a comparison "
+                         f"group(s), e.g. {', '.join(copies[0])}: the same gold patch, or the same test patch and "
+                         "FAIL_TO_PASS tests, as code): a comparison "
                          "counts problems, not copies; make a set without the copies. Nothing was graded")  # fmt: skip
         predictions, undeclared, fingerprints = [], set(), {}
         pinned_predictions = _pinned_predictions(ledger, manifest.name)
@@ -535,7 +536,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         record, details = summarize_comparison(manifest, eligible, task_set, by_prediction, sorted(undeclared),
                                                python or _per_instance(assigned, environments))  # fmt: skip
         details["excluded_tasks"] = excluded
-        details["problem_digests"] = sorted(set(problems.values()))
+        details["problem_digests"] = sorted({key for keys in problems.values() for key in keys})  # every key of each
         details["power"] = registered.get("power") or design_power(manifest, len(eligible))
         details["graded_runs"] = sorted(({"seq": row["ledger_seq"], "task_id": task_id_of(job.instance)}
                                          for job in jobs for row in [rows[job.key]] if row.get("ledger_seq") is not None),
@@ -581,11 +582,21 @@ def _environment_failed(failed: Sequence[dict[str, Any]], total: int) -> int:
     return EXIT_INFRASTRUCTURE
 
 
-def _copies(problems: dict[str, str]) -> list[list[str]]:
-    """Groups of instance ids that are the same problem (:func:`.identity.problem_key`)."""
+def _copies(problems: dict[str, str | Sequence[str]]) -> list[list[str]]:
+    """Groups of instance ids that are the same problem: that share any key (:func:`.identity.problem_keys`)."""
+    group_of: dict[str, str] = {}  # instance id -> the first instance id of its group
+    owner: dict[str, str] = {}  # key -> an instance id holding it
+    for instance_id, keys in sorted(problems.items()):
+        group_of[instance_id] = instance_id
+        for key in [keys] if isinstance(keys, str) else keys:
+            if key in owner:
+                mine, theirs = group_of[instance_id], group_of[owner[key]]
+                group_of.update({i: theirs for i, g in group_of.items() if g == mine})
+            else:
+                owner[key] = instance_id
     groups: dict[str, list[str]] = {}
-    for instance_id, problem in sorted(problems.items()):
-        groups.setdefault(problem, []).append(instance_id)
+    for instance_id, group in sorted(group_of.items()):
+        groups.setdefault(group, []).append(instance_id)
     return [ids for ids in groups.values() if len(ids) > 1]
 
 
