@@ -137,7 +137,8 @@ def legacy_problem_digest(fields: Mapping[str, Any]) -> str:
 def _problems(task: Mapping[str, Any]) -> tuple[str, ...]:
     """Every identity a task's row records for its problem: the key, the keys of its fix and its tests
     (:func:`.identity.problem_facets`) and the older digest, each when present."""
-    facets = task.get("problem_facets") if isinstance(task.get("problem_facets"), list) else []
+    facets = task.get("problem_facets")
+    facets = facets if isinstance(facets, list) else []
     return tuple(p for p in (task.get("problem"), *facets, task.get("problem_v1")) if isinstance(p, str) and p)
 
 

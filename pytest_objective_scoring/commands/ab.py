@@ -15,7 +15,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from .. import ab
 from ..errors import EXIT_INFRASTRUCTURE, CommandError, interrupted_status
@@ -582,7 +582,7 @@ def _environment_failed(failed: Sequence[dict[str, Any]], total: int) -> int:
     return EXIT_INFRASTRUCTURE
 
 
-def _copies(problems: dict[str, str | Sequence[str]]) -> list[list[str]]:
+def _copies(problems: Mapping[str, str | Sequence[str]]) -> list[list[str]]:
     """Groups of instance ids that are the same problem: that share any key (:func:`.identity.problem_keys`)."""
     group_of: dict[str, str] = {}  # instance id -> the first instance id of its group
     owner: dict[str, str] = {}  # key -> an instance id holding it
