@@ -660,7 +660,10 @@ def _comparison_table(output: dict[str, Any]) -> None:
 
     table = Table(title=escape(f"A/B {output['name']}: {record['change_under_test']} ({details['tasks']} tasks × "
                                f"{len(record['seeds'])} seeds)"))  # fmt: skip
-    for column in ("arm", "kind", "harness", "resolved per seed", "mean", "variance", "interval", "dollars", "tokens"):
+    # the dollars and tokens are measured sums over the arm's runs, not estimates: the per-run cost with
+    # its interval is the line "cost per run" below the table
+    for column in ("arm", "kind", "harness", "resolved per seed", "mean", "variance over seeds", "interval",
+                   "dollars (sum)", "tokens (sum)"):  # fmt: skip
         table.add_column(column, overflow="fold")
     kinds = {a["name"]: a["kind"] for a in details["arm_kinds"]}
     for arm in record["arms"]:
