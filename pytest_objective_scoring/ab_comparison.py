@@ -416,12 +416,19 @@ def recomputed(ledger: Any, output: dict[str, Any]) -> tuple[dict[str, Any], lis
         problems.append("the stored per-task resolve counts are not its graded runs'")
     if "baseline" in outcomes and "candidate" in outcomes and tasks:
         alpha = float((details.get("test") or {}).get("alpha") or 0.05)
-        delta, _, test = ab.compare(outcomes["baseline"], outcomes["candidate"], seeds, tasks, alpha,
-                                    bool(details.get("admissible")))  # fmt: skip
+        delta, significant, test = ab.compare(outcomes["baseline"], outcomes["candidate"], seeds, tasks, alpha,
+                                              bool(details.get("admissible")))  # fmt: skip
         stored = details.get("test") or {}
-        if abs(float(record["result"]["delta"]) - delta) > 1e-9 or abs(float(stored.get("p_value", -1)) - test["p_value"]) > 1e-9:
+        # a p-value recorded under an earlier degrees-of-freedom rule differs from today's on the same runs:
+        # checked only under one rule (the claim is read from today's test, recomputed, either way)
+        same_rule = stored.get("degrees_of_freedom_rule") == test.get("degrees_of_freedom_rule")
+        if abs(float(record["result"]["delta"]) - delta) > 1e-9 or (
+                same_rule and abs(float(stored.get("p_value", -1)) - test["p_value"]) > 1e-9):  # fmt: skip
             problems.append(f"the stored delta or p-value ({record['result']['delta']:+.4f}, p = {stored.get('p_value')}) "
                             f"are not its graded runs' ({delta:+.4f}, p = {test['p_value']:.4g})")  # fmt: skip
+        elif same_rule and record["result"].get("significant") != significant:
+            problems.append(f"the stored significance {record['result'].get('significant')!r} is not its graded runs' "
+                            f"({significant!r})")  # fmt: skip
         details["test"] = {**stored, **{k: v for k, v in test.items() if k != "secondary"},
                            "secondary": test.get("secondary", stored.get("secondary"))}  # fmt: skip
         recommended = _recommendation(ledger, name, registered, details, found, outcomes, seeds, tasks, alpha)

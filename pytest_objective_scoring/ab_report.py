@@ -3,8 +3,11 @@
 Two plots (matplotlib, drawn off-screen and embedded as PNG data): each arm's resolve rate
 per seed with its interval, and cost against resolve rate with 95% error bars on both axes
 (the cost bar from the recorded per-run cost distribution, :func:`cost_bars`). pass@k is
-printed with its interval (:func:`pass_at_k_intervals`). One comparison is one benchmark
-in one metric space: the report never averages it with anything else.
+printed with its interval (:func:`pass_at_k_intervals`), the delta with the primary test's, each
+arm's cost totals with the number of runs times the interval of the mean per run
+(:func:`total_text`) and the variance over seeds with its χ² interval (:func:`variance_text`).
+One comparison is one benchmark in one metric space: the report never averages it with anything
+else.
 """
 
 from __future__ import annotations
@@ -93,8 +96,8 @@ def cost_bars(output: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 def pass_at_k_intervals(output: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Per arm and k, pass@k with its 95% interval: ``details["pass_at_k_intervals"]`` when the
     comparison recorded them, else the same computation from the recorded per-task counts
-    (:func:`.ab_inference.pass_at_k_interval`: the unbiased estimator per task, a seeded bootstrap
-    over tasks), so the report and the JSON agree."""
+    (:func:`.ab_inference.pass_at_k_interval`: the unbiased estimator per task, a Clopper-Pearson
+    interval over tasks), so the report and the JSON agree."""
     from .ab_inference import pass_at_k_interval
 
     record, details = output["record"], output["details"]
@@ -107,6 +110,13 @@ def pass_at_k_intervals(output: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         counts = [(seeds, int(c)) for c in (details.get("per_task_resolved_seeds") or {}).get(arm, {}).values()]
         out[arm] = {name: pass_at_k_interval(counts, int(name.split("@", 1)[1]), alpha) for name in values}
     return out
+
+
+def _methods(intervals: Mapping[str, Mapping[str, Any]]) -> str:
+    """How the pass@k intervals were made, once each, as recorded with them (``method``)."""
+    found = dict.fromkeys(str(one["method"]) for per_arm in intervals.values() for one in per_arm.values()
+                          if isinstance(one, Mapping) and one.get("method"))  # fmt: skip
+    return "; ".join(found) or "not recorded"
 
 
 def _interval_text(found: Mapping[str, Any] | None, spec: str) -> str:
@@ -132,6 +142,7 @@ def markdown(output: Mapping[str, Any], images: Mapping[str, str] | None = None)
     result, test = record["result"], details["test"]
     kinds = {a["name"]: a["kind"] for a in details["arm_kinds"]}
     intervals = pass_at_k_intervals(output)
+    alpha = float(test.get("alpha") or 0.05)
     lines = [
         f"# A/B comparison: {output['name']}",
         "",
@@ -157,23 +168,32 @@ def markdown(output: Mapping[str, Any], images: Mapping[str, str] | None = None)
         "",
         "## Arms",
         "",
-        "| arm | kind | harness | resolved per seed | mean | variance | interval | tokens | calls | CPU s | wall s | dollars |",
+        (f"Every number with its {1 - alpha:.0%} interval: the mean resolve rate's is Wilson's over the tasks; the "
+         "variance of the per-seed rates, a χ² interval (scipy.stats.chi2; it assumes normal per-seed rates); each cost, "
+         "a total over every run of the arm, the number of runs times the interval of the mean cost per run (a seeded "
+         "bootstrap over tasks, the section below)."),
+        "",
+        "| arm | kind | harness | resolved per seed | mean | variance over seeds | interval | tokens | calls | CPU s | wall s | dollars |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for arm in record["arms"]:
-        cost = arm["cost"]
+        cost, spread = arm["cost"], (details.get("cost_distribution") or {}).get(arm["name"])
         low, high = arm["confidence_interval"]
+        totals = [total_text(cost.get(name), (spread or {}).get(name), spec)
+                  for name, spec in (("tokens", "d"), ("calls", "d"), ("cpu", ".2f"), ("wall_time", ".2f"), ("dollars", ".4f"))]  # fmt: skip
         lines.append(
             f"| {arm['name']} | {kinds[arm['name']]} | `{arm['harness_version']}` | {' '.join(map(str, arm['resolved']))} | "
-            f"{arm['mean']:.1%} | {_num(arm['variance'], '.4f')} | [{low:.1%}, {high:.1%}] | {_num(cost['tokens'], 'd')} | "
-            f"{_num(cost['calls'], 'd')} | {_num(cost['cpu'], '.2f')} | {_num(cost['wall_time'], '.2f')} | {_num(cost['dollars'], '.4f')} |"
+            f"{arm['mean']:.1%} | {variance_text(arm['variance'], len(arm['resolved']), alpha)} | [{low:.1%}, {high:.1%}] | "
+            + " | ".join(totals) + " |"
         )
     p_value = "n/a" if test["p_value"] is None else f"{test['p_value']:.4g}"
+    delta_interval = (f" [{test['interval'][0]:+.1%}, {test['interval'][1]:+.1%}] ({1 - alpha:.0%} interval, the primary "
+                      "test's model)" if test.get("interval") else " (no interval recorded)")  # fmt: skip
     lines += [
         "",
         "## Result",
         "",
-        f"- delta (candidate − baseline, mean resolve rate): **{result['delta']:+.1%}**",
+        f"- delta (candidate − baseline, mean resolve rate): **{result['delta']:+.1%}**{delta_interval}",
         f"- significant: **{result['significant']}** — {test['test']}, p = {p_value}, alpha = {test['alpha']}"
         + (f"; interval of delta [{test['interval'][0]:+.1%}, {test['interval'][1]:+.1%}] from the same model"
            if test.get("interval") else ""),
@@ -188,7 +208,7 @@ def markdown(output: Mapping[str, Any], images: Mapping[str, str] | None = None)
         f"- recommendation: **{result['recommendation']}** — {details['recommendation_because']}",
         *[f"- not admissible: {reason}" for reason in details["inadmissible_because"]],
         "",
-        "pass@k (unbiased estimator over the seeds as samples per task; 95% interval: a seeded bootstrap over tasks): "
+        f"pass@k (unbiased estimator over the seeds as samples per task; {1 - alpha:.0%} interval: {_methods(intervals)}): "
         + "; ".join(f"{arm}: " + ", ".join(f"{k} {_num(v, '.1%')}{_interval_text(intervals.get(arm, {}).get(k), '.1%')}"
                                            for k, v in values.items())
                     for arm, values in details["pass_at_k"].items()),  # fmt: skip
@@ -221,6 +241,49 @@ def _member_interval(member: Mapping[str, Any], details: Mapping[str, Any], name
     if interval is None:
         return " (interval not recorded)"
     return f" [{interval[0]:+.1%}, {interval[1]:+.1%}]"
+
+
+def total_text(total: Any, found: Mapping[str, Any] | None, spec: str) -> str:
+    """An arm's total of a cost quantity over its runs with its interval: the number of runs times the
+    interval of the mean per run (``found``, the recorded per-run distribution,
+    :func:`.ab_inference.distribution`: a bootstrap over tasks), "12.40 [9.10, 16.02]"; or why it
+    has none: no distribution recorded, a run whose value is unknown, one task, or a recorded
+    distribution that does not sum to this total (it describes other runs)."""
+    if total is None:
+        return "n/a"
+    shown = format(total, spec)
+    if not found:
+        return f"{shown} (no interval: no per-run cost distribution recorded)"
+    if found.get("unknown"):
+        return f"{shown} (no interval: unknown for {found['unknown']} run(s))"
+    if found.get("interval") is None:
+        return f"{shown} ({found.get('note') or 'n/a'})"
+    runs, mean = int(found["n"]), float(found["mean"])
+    if abs(mean * runs - float(total)) > 1e-6 * max(1.0, abs(float(total))):
+        return f"{shown} (no interval: the recorded per-run costs do not sum to this total)"
+    low, high = (float(v) * runs for v in found["interval"])
+    return f"{shown} [{format(low, spec if spec != 'd' else '.0f')}, {format(high, spec if spec != 'd' else '.0f')}]"
+
+
+MAX_RATE_VARIANCE = 0.25  # the largest variance a rate in [0, 1] can have
+
+
+def variance_text(variance: float | None, seeds: int, alpha: float) -> str:
+    """The variance of the per-seed resolve rates with its 1 − alpha χ² interval
+    ((S − 1)·v / χ²_{1−alpha/2, S−1}, (S − 1)·v / χ²_{alpha/2, S−1}; scipy.stats.chi2, normal
+    per-seed rates assumed), its upper end cut at 1/4 (no rate in [0, 1] varies more), or why it
+    has none: one seed, or every seed resolving the same number of tasks (no spread: a χ²
+    interval would be [0, 0])."""
+    from scipy import stats  # type: ignore[import-untyped]
+
+    if variance is None or seeds < 2:
+        return "n/a: one seed"
+    if variance <= 0:
+        return "0 (n/a: every seed resolved the same number of tasks; no spread to bound)"
+    df = seeds - 1
+    low = min(MAX_RATE_VARIANCE, df * variance / float(stats.chi2.ppf(1 - alpha / 2, df)))
+    high = min(MAX_RATE_VARIANCE, df * variance / float(stats.chi2.ppf(alpha / 2, df)))
+    return f"{variance:.4f} [{low:.4f}, {high:.4f}]"
 
 
 QUANTITIES = (("dollars", "dollars", ".4g"), ("cpu", "CPU s", ".4g"), ("wall_time", "wall s", ".4g"),

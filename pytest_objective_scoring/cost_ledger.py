@@ -44,17 +44,22 @@ __all__ = [
     "NotJson",
     "RunCost",
     "UnreadableInput",
+    "effective_tasks",
     "finite_number",
     "input_problem",
     "input_text",
     "load_harness_cost",
     "loads",
     "parse_harness_cost",
+    "per_resolve",
+    "rate_interval",
+    "rate_over_cost",
     "run_cost",
     "runs_from_entries",
     "shown",
     "summarize",
     "uncertainty",
+    "wilson",
 ]
 
 COST_FIELDS: Final = ("tokens", "calls", "cpu", "wall_time", "dollars")
@@ -478,34 +483,134 @@ def _summary(harness: str, runs: Sequence[RunCost]) -> HarnessSummary:
 ALPHA: Final = 0.05  # every interval of the costs report is a 95% one
 RATIO_SCALES: Final = (("resolves_per_dollar", "dollars", 1.0), ("resolves_per_1k_tokens", "tokens", 1000.0),
                        ("resolves_per_wall_hour", "wall_time", 3600.0), ("resolves_per_cpu_second", "cpu", 1.0))  # fmt: skip
+RATE_METHOD: Final = ("Wilson score interval over the tasks (scipy.stats.norm; its size the effective number of tasks, "
+                      "(sum of runs)^2 / sum of (runs per task)^2: the number of runs when each task ran once)")  # fmt: skip
+BOUNDARY_METHOD: Final = ("no run resolved, or every run did: the resolve rate's Wilson interval over the interval of the "
+                          "mean cost per run (rate low / cost high, rate high / cost low; each a 95% interval, both hold "
+                          "together at least 95% of the time)")  # fmt: skip
+PER_RESOLVE_METHOD: Final = "the reciprocal of the resolves-per-dollar interval, [1 / high, 1 / low]"
 
 
 def uncertainty(runs: Sequence[RunCost], totals: Mapping[str, float | int | None]) -> dict[str, Any]:
     """The uncertainty of every number of a harness's row (spec 5.4, issue 29): the resolve rate's
-    Wilson interval over its runs; per cost quantity (dollars, CPU-s, wall time, tokens, calls) the
-    distribution of the per-run values (mean, sd, median, p10, p90) and a 95% interval of the mean,
-    a seeded bootstrap over tasks (a task's runs resampled together); and each resolves-per-cost
-    ratio's interval from the same bootstrap (only where the ratio itself is known). Pure:
-    :mod:`.ab_inference` computes every interval."""
-    from .ab_inference import arm_interval, cost_distributions, no_interval
+    Wilson interval over its tasks (:func:`rate_interval`); per cost quantity (dollars, CPU-s, wall
+    time, tokens, calls) the distribution of the per-run values (mean, sd, median, p10, p90) and a 95%
+    interval of the mean, a seeded bootstrap over tasks (a task's runs resampled together); each
+    resolves-per-cost ratio's interval from the same bootstrap (only where the ratio itself is known),
+    or, when no run resolved or every run did, :func:`rate_over_cost`; and dollars per resolve
+    (:func:`per_resolve`).
+    Pure: :mod:`.ab_inference` computes every interval."""
+    from .ab_inference import cost_distributions
     from .ab_inference import ratio_interval as ratio_of
 
-    n = len(runs)
-    rate: dict[str, Any] = {"n": n, "unit": "runs", "interval": None, "note": no_interval(n, "run"),
-                            "method": "Wilson score interval over the runs (scipy.stats.norm)"}  # fmt: skip
-    if n:
-        rate["interval"] = list(arm_interval(sum(r.resolved for r in runs) / n, n, ALPHA))
-        rate["note"] = None
+    rate = rate_interval(runs)
+    per_run = cost_distributions([(r.instance_id, r.cost) for r in runs], ALPHA)
+    resolved = sum(r.resolved for r in runs)
     tasks = [r.instance_id for r in runs]
     ratios: dict[str, Any] = {}
     for name, quantity, scale in RATIO_SCALES:
-        if totals.get(quantity) is None or not totals[quantity]:
+        total = totals.get(quantity)
+        if total is None or not total:
             continue
-        found = ratio_of([float(r.resolved) for r in runs], [float(r.cost[quantity]) / scale for r in runs],
-                               ALPHA, unit="task", groups=tasks)  # fmt: skip
-        ratios[name] = found
-    return {"alpha": ALPHA, "resolve_rate": rate, "per_run": cost_distributions([(r.instance_id, r.cost) for r in runs], ALPHA),
-            "ratios": ratios}  # fmt: skip
+        if 0 < resolved < len(runs):
+            ratios[name] = ratio_of([float(r.resolved) for r in runs], [float(r.cost[quantity]) / scale for r in runs],
+                                    ALPHA, unit="task", groups=tasks)  # fmt: skip
+        else:  # every run alike: the bootstrap cannot move the rate
+            ratios[name] = rate_over_cost(rate, per_run[quantity], scale, resolved / (float(total) / scale))
+    ratios["dollars_per_resolve"] = per_resolve(resolved, totals.get("dollars"), ratios.get("resolves_per_dollar"))
+    return {"alpha": ALPHA, "resolve_rate": rate, "per_run": per_run, "ratios": ratios}
+
+
+def effective_tasks(tasks: Sequence[str]) -> int:
+    """How many independent units ``tasks`` (one entry per run) are worth for a rate: Kish's
+    (sum of runs)^2 / sum of (runs per task)^2, rounded down; the number of runs when every task ran
+    once, the number of tasks when every task ran equally often. A task's runs are not independent
+    draws of the benchmark: counting them as such would narrow the interval."""
+    counts: dict[str, int] = {}
+    for task in tasks:
+        counts[task] = counts.get(task, 0) + 1
+    squares = sum(c * c for c in counts.values())
+    return (len(tasks) ** 2) // squares if squares else 0
+
+
+def wilson(rate: float, size: int, alpha: float = ALPHA) -> list[float]:
+    """The Wilson score interval of ``rate`` with ``size`` as its sample size
+    (:func:`.ab_inference.arm_interval`), exactly 0 below a rate of 0 and exactly 1 above a rate
+    of 1 (not the float noise of the formula)."""
+    from .ab_inference import arm_interval
+
+    low, high = arm_interval(rate, size, alpha)
+    return [0.0 if rate <= 0 else low, 1.0 if rate >= 1 else high]
+
+
+def rate_interval(runs: Sequence[RunCost]) -> dict[str, Any]:
+    """The resolve rate's 95% Wilson score interval (:func:`.ab_inference.arm_interval`) with the
+    effective number of tasks as its size (:func:`effective_tasks`): a task's mean over its runs has
+    a variance of at most p(1 − p), so the interval is conservative. A rate of 0 (or 1) out of n has a
+    real upper (lower) bound, never a zero-width interval. No run: no rate, no interval."""
+    from .ab_inference import no_interval
+
+    n = len(runs)
+    size = effective_tasks([r.instance_id for r in runs])
+    out: dict[str, Any] = {"n": n, "unit": "runs", "tasks": len({r.instance_id for r in runs}), "effective_tasks": size,
+                           "interval": None, "note": no_interval(n, "run"), "method": RATE_METHOD}  # fmt: skip
+    if n:
+        out["interval"] = wilson(sum(r.resolved for r in runs) / n, size)
+        out["note"] = None
+    return out
+
+
+def rate_over_cost(rate: Mapping[str, Any], cost: Mapping[str, Any], scale: float, estimate: float) -> dict[str, Any]:
+    """Resolves per unit of cost when no run resolved, or every run did: the resolve rate's interval
+    over the mean cost per run's, [rate low / (cost high / ``scale``), rate high / (cost low /
+    ``scale``)]. A bootstrap over tasks cannot move a rate every task shares: it gave "0 [0, 0]"
+    for a harness that resolved nothing, yet a rate of 0 out of n is not known to be 0 (nor n out
+    of n to be 1). Each interval misses at most 2.5% of the time on either side, so the ratio's
+    holds at least 95% of the time (Bonferroni). The mean cost's interval missing (one task) gives
+    none, with its reason; a lower bound of 0 leaves it unbounded above (``[low, None]``)."""
+    out: dict[str, Any] = {"estimate": estimate, "interval": None, "n": cost.get("interval_n"), "unit": "tasks",
+                           "alpha": ALPHA, "note": None, "method": BOUNDARY_METHOD}  # fmt: skip
+    if rate.get("interval") is None:
+        out["note"] = rate.get("note") or "n/a"
+        return out
+    if cost.get("interval") is None:
+        why = str(cost.get("note") or "n/a")
+        out["note"] = why if why.startswith("n/a") else f"n/a: cost per run with {why}"
+        return out
+    (rate_low, rate_high), (cost_low, cost_high) = rate["interval"], cost["interval"]
+    low = float(rate_low) * scale / float(cost_high) if cost_high > 0 else 0.0
+    if cost_low <= 0:
+        out["interval"], out["note"] = [low, None], "no upper bound: the mean cost per run may be 0"
+        return out
+    out["interval"] = [low, float(rate_high) * scale / float(cost_low)]
+    return out
+
+
+def per_resolve(resolved: int, dollars: float | None, per_dollar: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Dollars per resolve and its 95% interval, the reciprocal of the resolves-per-dollar one (a
+    monotone map keeps its coverage): [1/high, 1/low], unbounded above (``[low, None]``) when the
+    resolves per dollar may be 0. No resolve: undefined ("n/a: no resolve"), never 0."""
+    out: dict[str, Any] = {"estimate": None, "interval": None, "unit": "tasks", "alpha": ALPHA,
+                           "note": "n/a: no resolve", "method": PER_RESOLVE_METHOD}  # fmt: skip
+    if not resolved:
+        return out
+    if dollars is None:
+        out["note"] = "n/a: dollars unknown"
+        return out
+    out["estimate"] = float(dollars) / resolved
+    if not dollars or per_dollar is None:
+        out["note"] = "every run cost $0: nothing to resample" if not dollars else "n/a"
+        return out
+    out["n"], out["note"] = per_dollar.get("n"), per_dollar.get("note")
+    if per_dollar.get("interval") is None:
+        return out
+    low, high = per_dollar["interval"]  # high None: resolves per dollar unbounded, dollars per resolve down to 0
+    out["interval"] = [0.0 if high is None else (1.0 / high if high > 0 else None), 1.0 / low if low > 0 else None]
+    if out["interval"][0] is None:
+        out["interval"], out["note"] = None, out["note"] or "n/a: no resolve in the interval"
+    elif out["interval"][1] is None:
+        out["note"] = "no upper bound: some resamples of the tasks hold no resolve"
+    return out
 
 
 def _dominates(a: HarnessSummary, b: HarnessSummary) -> bool:

@@ -17,9 +17,11 @@ none is ever read from the harness's opinion of itself. A metric that cannot be
 computed (no gold patch, no retrieval order, no re-runs) is ``None`` (JSON ``null``),
 never a guess. What each value was computed from lives beside the record, in
 ``details``. :func:`diff` compares two sets of scorecards stage by stage, paired on the
-tasks both have, gives every change its 95% interval over those tasks and the number of
-tasks it rests on, and credits each task's gain in resolution only to the stages that
-improved on that task (:func:`credit`). Pure functions; this module never imports pytest.
+tasks both have, gives each side's value and every change its 95% interval over those tasks
+and the number of tasks it rests on (a rate's side: Wilson; another mean's: a bootstrap over
+tasks; a change: Student's t over the per-task differences), and credits each task's gain in
+resolution only to the stages that improved on that task (:func:`credit`). Pure functions;
+this module never imports pytest.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Final, Iterable, Mapping, Sequence
 
 __all__ = [
+    "BINARY",
     "METRICS",
     "ComponentMetrics",
     "Economics",
@@ -44,12 +47,14 @@ __all__ = [
     "build_scorecard",
     "credit",
     "diff",
+    "mean_interval_of",
     "mean_intervals",
     "obligations_of",
     "show_change",
     "show_change_interval",
     "show_delta",
     "show_interval",
+    "show_side",
     "target_rank",
 ]
 
@@ -309,6 +314,14 @@ RATES: Final = frozenset(
      "patching.parse", "patching.build", "testing.bug_tests_exercised", "testing.regression_tests_exercised"}
 )  # fmt: skip
 ECONOMICS: Final = ("tokens", "calls", "cpu", "wall_time", "dollars")
+# Metrics that are 0 or 1 on each run: their mean is a rate, its interval Wilson's (:func:`mean_interval_of`).
+BINARY: Final = frozenset(
+    {"patching.apply", "patching.parse", "patching.build", "testing.bug_tests_exercised",
+     "testing.regression_tests_exercised", "end_to_end.resolved"}
+)  # fmt: skip
+SIDE_KEYS: Final = ("a_interval", "a_note", "b_interval", "b_note", "side_method")  # each side's own interval
+RATE_METHOD: Final = ("Wilson score interval over tasks (scipy.stats.norm; its size the effective number of tasks, "
+                      "(sum of runs)^2 / sum of (runs per task)^2: the number of tasks when each ran equally often)")  # fmt: skip
 
 
 def _value(card: Mapping[str, Any], metric: str) -> float | None:
@@ -391,17 +404,21 @@ def _bounded(metric: str) -> bool:
 
 def _paired_change(a: Mapping[str, Mapping[str, float | None]], b: Mapping[str, Mapping[str, float | None]],
                    tasks: Sequence[str], metric: str) -> dict[str, Any]:  # fmt: skip
-    """A metric over the ``tasks`` where both sides have it: ``a`` and ``b`` (means), ``tasks`` (how
-    many), and the change with its interval over those tasks (:func:`.ab_inference.paired_difference`:
-    Student's t over the paired per-task differences; none on one task)."""
+    """A metric over the ``tasks`` where both sides have it: ``a`` and ``b`` (means) each with its own
+    interval over those tasks (``a_interval``, ``a_note``, ``b_interval``, ``b_note``, made as
+    ``side_method`` says: :func:`mean_interval_of`), ``tasks`` (how many), and the change with its
+    interval over those tasks (:func:`.ab_inference.paired_difference`: Student's t over the paired
+    per-task differences; none on one task)."""
     from .ab_inference import paired_difference
 
     both = _both(a, b, tasks, metric)
     found = paired_difference([a[t][metric] or 0.0 for t in both], [b[t][metric] or 0.0 for t in both], ALPHA,
                               "task", (-1.0, 1.0) if _bounded(metric) else None)  # fmt: skip
     va, vb, count = _paired_mean(a, b, tasks, metric)
+    side_a, side_b = (mean_interval_of(metric, [side[t][metric] or 0.0 for t in both], both) for side in (a, b))
     return {"metric": metric, "a": va, "b": vb, "tasks": count, "delta": found["delta"], "interval": found["interval"],
-            "note": found["note"], "method": found["method"]}  # fmt: skip
+            "note": found["note"], "method": found["method"], "a_interval": side_a["interval"], "a_note": side_a["note"],
+            "b_interval": side_b["interval"], "b_note": side_b["note"], "side_method": side_a["method"]}  # fmt: skip
 
 
 def show_change(metric: str, value: float | None) -> str:
@@ -459,7 +476,10 @@ def diff(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> dict
     it; the tasks only one side has are dropped and named (``pairing``). No task in common is a
     :class:`ScorecardError`. A metric moved when its mean differs. Every change (``delta``) carries
     its 95% interval over the paired tasks (Student's t over the per-task differences, ``method``)
-    and the number of tasks it rests on; one task has none (``note``: "n/a: one task").
+    and the number of tasks it rests on; one task has none (``note``: "n/a: one task"). Each side's
+    value (``a``, ``b``) carries its own 95% interval over the same tasks (``a_interval``,
+    ``b_interval``, made as ``side_method`` says: a rate's Wilson interval, another mean's bootstrap
+    over tasks; :func:`mean_interval_of`).
 
     The attribution is made task by task (:func:`credit`): a task whose resolution rose is credited
     to the stages that improved on that task (a metric of the stage better there, none worse), and
@@ -491,7 +511,7 @@ def diff(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> dict
         rows.append({"metric": metric, "a": va, "b": vb, "tasks": found["tasks"], "moved": moved,
                      "change": ("better" if better else "worse") if moved else ("flat" if va is not None and vb is not None else "n/a"),
                      "delta": found["delta"], "interval": found["interval"], "note": found["note"],
-                     "method": found["method"]})  # fmt: skip
+                     "method": found["method"], **{key: found[key] for key in SIDE_KEYS}})  # fmt: skip
     economics = [_paired_change(per_a, per_b, paired, f"economics.{field}") for field in ECONOMICS]
     note = _pairing_note(paired, only_a, only_b, runs_compared)
     after: dict[str, float | None] = {row["metric"]: row["b"] for row in rows}
@@ -675,24 +695,56 @@ def _attribute(rows: Sequence[Mapping[str, Any]], after: Mapping[str, float | No
 
 def mean_intervals(cards: Sequence[Mapping[str, Any]], alpha: float = ALPHA) -> dict[str, dict[str, Any]]:
     """Per metric, the mean over the runs where it is defined (as :func:`means`) with its 1 − alpha
-    interval: a seeded bootstrap over tasks, a task's runs resampled together
-    (:func:`.ab_inference.mean_interval`); one task: none ("n/a: one task")."""
-    from .ab_inference import mean_interval
-
+    interval over tasks (:func:`mean_interval_of`: Wilson's for a rate, a seeded bootstrap with a
+    task's runs resampled together for any other mean); one task: a rate's Wilson interval, no
+    other ("n/a: one task")."""
     result: dict[str, dict[str, Any]] = {}
     names = [metric for metric, _ in METRICS] + [f"economics.{field}" for field in ECONOMICS]
     for metric in names:
         pairs = [(str(c["task_id"]), v) for c in cards
                  if (v := (_value(c, metric) if not metric.startswith("economics.") else _economic(c, metric))) is not None]  # fmt: skip
-        found = mean_interval([v for _, v in pairs], alpha, unit="task", groups=[t for t, _ in pairs])
-        found["runs"] = found.pop("values")
-        result[metric] = found
+        result[metric] = mean_interval_of(metric, [v for _, v in pairs], [t for t, _ in pairs], alpha)
     return result
+
+
+def mean_interval_of(metric: str, values: Sequence[float], tasks: Sequence[str], alpha: float = ALPHA) -> dict[str, Any]:
+    """The mean of ``values`` (one per run; ``tasks[i]`` the task of value i) and its 1 − alpha
+    interval over tasks. A rate (a metric 0 or 1 on each run, :data:`BINARY`): the Wilson score
+    interval (:func:`.cost_ledger.wilson`) with the effective number of tasks as its size
+    (:func:`.cost_ledger.effective_tasks`; a task's mean has a variance of at most p(1 − p), so it
+    is conservative); a rate of 0 or 1 out of n keeps a real bound on its open side, never a
+    zero-width interval. Any other mean: a seeded BCa bootstrap over tasks, a task's runs resampled
+    together (:func:`.ab_inference.mean_interval`; every task alike: a share's interval within
+    [0, 1], a count's none), none on one task. Returns ``mean``, ``interval``, ``n`` (tasks),
+    ``runs``, ``unit``, ``alpha``, ``note``, ``method``."""
+    from .ab_inference import mean_interval, no_interval
+    from .cost_ledger import effective_tasks, wilson
+
+    if metric not in BINARY:
+        found = mean_interval(list(values), alpha, unit="task", groups=list(tasks),
+                              bounds=(0.0, 1.0) if _bounded(metric) else None)  # fmt: skip
+        found["runs"] = found.pop("values")
+        return found
+    distinct = len(set(tasks))
+    size = effective_tasks(list(tasks))
+    mean = sum(values) / len(values) if values else None
+    return {"mean": mean, "interval": wilson(mean, size, alpha) if mean is not None else None,
+            "n": distinct, "runs": len(values), "effective_tasks": size, "unit": "tasks", "alpha": alpha,
+            "note": None if values else no_interval(0, "task"), "method": RATE_METHOD}  # fmt: skip
 
 
 def _economic(card: Mapping[str, Any], metric: str) -> float | None:
     value = card["economics"].get(metric.split(".", 1)[1])
     return None if value is None else float(value)
+
+
+def show_side(metric: str, row: Mapping[str, Any], side: str) -> str:
+    """One side's value of a diff row with its interval: "20% [4%, 62%]", "0.25 (n/a: one task)"."""
+    value = row.get(side)
+    if value is None:
+        return "n/a"
+    shown = show_interval(metric, {"interval": row.get(f"{side}_interval"), "note": row.get(f"{side}_note")})
+    return f"{show_value(metric, value)} {shown if shown.startswith('[') else f'({shown})'}"
 
 
 def show_interval(metric: str, found: Mapping[str, Any]) -> str:

@@ -24,7 +24,9 @@ np = pytest.importorskip("numpy")
 
 def _by_hand(d, alpha=0.05):
     """The two-way random-effects test computed another way: sums of squares from the grand,
-    row and column totals (the textbook ANOVA table), components truncated at zero, Satterthwaite."""
+    row and column totals (the textbook ANOVA table), components truncated at zero, Satterthwaite's
+    degrees of freedom for the unbiased combination MS_T + MS_R − MS_E (every mean square's sampling
+    error counted, a truncated component's too)."""
     d = np.asarray(d, dtype=float)
     S, T = d.shape
     grand = d.sum()
@@ -36,13 +38,12 @@ def _by_hand(d, alpha=0.05):
           "residual": (ss_error / ((T - 1) * (S - 1)), (T - 1) * (S - 1))}  # fmt: skip
     kept = [name for name in ("tasks", "runs") if ms[name][0] > ms["residual"][0] + 1e-9]
     if len(kept) == 2:
-        terms = [(1, *ms["tasks"]), (1, *ms["runs"]), (-1, *ms["residual"])]
+        combined = ms["tasks"][0] + ms["runs"][0] - ms["residual"][0]
     elif kept:
-        terms = [(1, *ms[kept[0]])]
+        combined = ms[kept[0]][0]
     else:
-        terms = [(1, *ms["residual"])]
-    combined = sum(c * m for c, m, _ in terms)
-    df = combined**2 / sum((c * m) ** 2 / f for c, m, f in terms)
+        combined = ms["residual"][0]
+    df = combined**2 / sum(m**2 / f for m, f in ms.values())
     if "runs" in kept or S < 5:  # fewer than 5 runs cannot show a run shock is absent
         df = min(df, S - 1)
     delta, se = grand / (S * T), (combined / (S * T)) ** 0.5
@@ -73,7 +74,7 @@ def test_the_interval_is_the_set_of_shifts_the_same_test_does_not_reject():
     low, high = found["interval"]
     assert low < found["delta"] < high
     for end, inward in ((low, 1e-6), (high, -1e-6)):  # p crosses alpha exactly at each end
-        shifted = lambda shift: [[x - shift for x in row] for row in d]  # noqa: E731
+        shifted = lambda shift: [[x - shift for x in row] for row in d]
         assert primary_of(shifted(end + inward), 0.05)["p_value"] >= 0.05
         assert primary_of(shifted(end - inward), 0.05)["p_value"] < 0.05
 
@@ -89,7 +90,9 @@ def test_one_model_at_every_size_no_p_below_two_to_the_one_minus_t_and_p_one_at_
     assert three["p_value"] >= 0.25 and three["interval"] == [-1.0, 1.0], "3 tasks can never be significant"
     assert three["smallest_possible_p"] == 0.25
     alike = primary_of([[1.0] * 30 for _ in range(5)], 0.05)
-    assert alike["p_value"] == pytest.approx(2.0**-29) and alike["interval"] == [1.0, 1.0], "no spread: 2^(1-T)"
+    assert alike["p_value"] == pytest.approx(2.0**-29), "no spread: 2^(1-T)"
+    low = 2 * 0.025 ** (1 / 30) - 1  # at most a share 1 - 0.025^(1/30) of tasks could differ, at worst by -2
+    assert alike["interval"] == pytest.approx([low, 1.0]) and 0 < low < 1, "no spread is not certainty"
     zero = primary_of([[1.0, -1.0, 0.0, 1.0] * 5, [-1.0, 1.0, 0.0, -1.0] * 5], 0.05)
     assert zero["delta"] == 0 and zero["p_value"] == 1.0, "p = 1 where the difference is 0"
     assert primary_of([[0.0] * 10] * 3, 0.05)["p_value"] == 1.0
@@ -176,11 +179,13 @@ def test_the_arm_interval_is_wilsons_over_tasks_and_continuous():
     assert all(w[1] - w[0] > 0.1 for w in widths) and widths[0] == pytest.approx(widths[1], abs=0.01)
 
 
-def test_the_minimum_detectable_effect_follows_its_formula_and_refuses_hopeless_designs():
+def test_the_minimum_detectable_effect_is_simulated_beside_its_old_formula_and_refuses_hopeless_designs():
     found = minimum_detectable_effect(30, 5, 0.05, task_effect_sd=0.3)
     spread = (0.3**2 + 2 * 0.25 / 5) ** 0.5
     expected = (scipy_stats.t.ppf(0.975, 29) + scipy_stats.t.ppf(0.8, 29)) * spread / 30**0.5
-    assert found["mde"] == pytest.approx(expected) and found["reachable"] and found["difference_sd"] == pytest.approx(spread)
+    assert found["approximation"] == pytest.approx(expected) and found["difference_sd"] == pytest.approx(spread)
+    assert found["reachable"] and found["mde"] > found["approximation"], "the formula overstated power at 5 seeds"
+    assert found["mde_interval"][0] < found["mde"] < found["mde_interval"][1]
     assert minimum_detectable_effect(120, 5, 0.05)["mde"] < found["mde"] < minimum_detectable_effect(20, 5, 0.05)["mde"]
     assert minimum_detectable_effect(30, 50, 0.05)["mde"] < found["mde"], "seeds help the within-task noise"
     assert minimum_detectable_effect(30, 5000, 0.05)["mde"] > 0.15, "however many seeds, task variation remains"

@@ -210,14 +210,13 @@ def test_a_mean_over_runs_resampled_by_task_is_the_bootstrap_of_the_task_means_w
     assert ai.mean_interval([1.0, 2.0], groups=["a", "a"])["note"] == "n/a: one task"
 
 
-def test_pass_at_k_interval_is_a_bootstrap_over_tasks_of_the_unbiased_estimator():
+def test_pass_at_k_interval_is_clopper_pearson_over_tasks_of_the_unbiased_estimator():
     counts = [(5, 0), (5, 1), (5, 3), (5, 5), (5, 2), (3, 1)]  # the last task has fewer than k = 5 samples
     found = ai.pass_at_k_interval(counts, 2)
     per_task = [pass_at_k(n, c, 2) for n, c in counts]
     assert found["estimate"] == pytest.approx(statistics.mean(per_task)) and found["tasks"] == 6
-    independent = stats.bootstrap((np.array(per_task),), np.mean, method="BCa", n_resamples=ai.BOOTSTRAP_RESAMPLES,
-                                  random_state=ai.BOOTSTRAP_SEED).confidence_interval  # fmt: skip
-    assert found["interval"] == pytest.approx([independent.low, independent.high])
+    hits = statistics.mean(per_task) * 6
+    assert found["interval"] == pytest.approx([stats.beta.ppf(0.025, hits, 7 - hits), stats.beta.ppf(0.975, hits + 1, 6 - hits)])
     at5 = ai.pass_at_k_interval(counts, 5)
     assert at5["undefined"] == 1 and at5["tasks"] == 5
     assert ai.pass_at_k_interval([(5, 2)], 1)["note"] == "n/a: one task"

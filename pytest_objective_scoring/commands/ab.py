@@ -164,8 +164,10 @@ def design_power(manifest: ab.Manifest, tasks: int) -> dict[str, Any]:
     elif manifest.min_effect is not None and found["mde"] > manifest.min_effect:
         problems.append(f"the smallest effect it detects with {found['power']:.0%} power is {found['mde']:.3f} "
                         f"({found['mde'] * 100:.1f} points), more than min_effect {manifest.min_effect:g}")  # fmt: skip
+    around = found.get("mde_interval")
+    simulated = f" [{around[0]:.3f}, {around[1]:.3f}], simulated" if around else ""
     mde = (f"none: {found['why']}" if found["mde"] is None else
-           f"{found['mde']:.3f} ({found['mde'] * 100:.1f} resolve-rate points)")  # fmt: skip
+           f"{found['mde']:.3f}{simulated} ({found['mde'] * 100:.1f} resolve-rate points)")  # fmt: skip
     statement = (f"power: {tasks} tasks x {seeds} seeds at alpha {manifest.alpha:g}: minimum detectable effect at "
                  f"{found['power']:.0%} power {mde}; assuming per-task effects spread with sd {manifest.task_effect_sd:g} "
                  f"(decision_rule.task_effect_sd), seed-run shocks with sd {manifest.run_effect_sd:g} "
@@ -660,21 +662,24 @@ def _comparison_table(output: dict[str, Any]) -> None:
 
     table = Table(title=escape(f"A/B {output['name']}: {record['change_under_test']} ({details['tasks']} tasks × "
                                f"{len(record['seeds'])} seeds)"))  # fmt: skip
-    # the dollars and tokens are measured sums over the arm's runs, not estimates: the per-run cost with
-    # its interval is the line "cost per run" below the table
-    for column in ("arm", "kind", "harness", "resolved per seed", "mean", "variance over seeds", "interval",
+    from ..ab_report import _interval_text, _member_interval, pass_at_k_intervals, total_text, variance_text
+
+    # the totals over the arm's runs, each with the interval of the mean per run times the runs
+    # (ab_report.total_text); the variance of the per-seed rates with its chi-squared interval
+    for column in ("arm", "kind", "harness", "resolved per seed", "mean", "interval", "variance over seeds",
                    "dollars (sum)", "tokens (sum)"):  # fmt: skip
         table.add_column(column, overflow="fold")
     kinds = {a["name"]: a["kind"] for a in details["arm_kinds"]}
+    alpha = float((details.get("test") or {}).get("alpha") or 0.05)
     for arm in record["arms"]:
         low, high = arm["confidence_interval"]
+        spread = (details.get("cost_distribution") or {}).get(arm["name"]) or {}
         cells = (arm["name"], kinds[arm["name"]], arm["harness_version"], " ".join(map(str, arm["resolved"])),
-                 f"{arm['mean']:.1%}", "-" if arm["variance"] is None else f"{arm['variance']:.4f}",
-                 f"[{low:.1%}, {high:.1%}]", "-" if arm["cost"]["dollars"] is None else f"{arm['cost']['dollars']:.4f}",
-                 "-" if arm["cost"]["tokens"] is None else str(arm["cost"]["tokens"]))  # fmt: skip
+                 f"{arm['mean']:.1%}", f"[{low:.1%}, {high:.1%}]", variance_text(arm["variance"], len(record["seeds"]), alpha),
+                 total_text(arm["cost"]["dollars"], spread.get("dollars"), ".4f"),
+                 total_text(arm["cost"]["tokens"], spread.get("tokens"), ".6g"))  # fmt: skip
         table.add_row(*(escape(str(cell)) for cell in cells))
     console.print(table)
-    from ..ab_report import _interval_text, _member_interval, pass_at_k_intervals
 
     for arm, values in pass_at_k_intervals(output).items():
         say(f"{arm}: " + "; ".join(f"{name} {found['estimate']:.1%}{_interval_text(found, '.1%')}"

@@ -29,11 +29,18 @@ higher cost is dominated, so it is never ranked equal; only harnesses equal on
 both axes share a rank. A ratio is shown as '-' when its denominator is unknown
 (the harness did not report tokens) or zero.
 
-Every number has its 95% interval in brackets: the resolve rate a Wilson interval
-over the runs; $/run and the ratios a seeded bootstrap over tasks (a task's runs
-resampled together). A second table gives each per-run cost (dollars, CPU-s, wall
-time, tokens, calls) as a distribution: mean, its interval, sd, median, p10, p90.
-One task has no interval ("n/a: one task"). --json holds the same numbers.
+Every estimate has its 95% interval in brackets: the resolve rate a Wilson interval
+over the tasks (a task's runs count once); $/run and the ratios a seeded bootstrap
+over tasks (a task's runs resampled together); $/resolve the reciprocal of the
+res/$ interval ("∞)" where a resample may hold no resolve). A harness that resolved
+nothing, or everything, has ratios bounded by the rate's Wilson interval over the
+cost's (0 resolves of n is not known to be 0: "0 [0, 2.7]", never "0 [0, 0]"); its
+$/resolve with no resolve is undefined ("n/a: no resolve"), never 0. A second
+table gives each per-run cost (dollars, CPU-s, wall time, tokens, calls) as a
+distribution: the mean and its interval; sd, median, p10 and p90 describe the
+spread of the runs themselves. One task has no interval ("n/a: one task"). Ranks
+order the point estimates: they are not a test (compare two harnesses with
+objective-score ab). --json holds the same numbers.
 """
 
 
@@ -93,16 +100,23 @@ def _fmt(value: float | int | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
+def _bound(value: float | None, spec: str) -> str:
+    return "∞" if value is None else format(value, spec)
+
+
 def _with(value: float | None, spec: str, found: Any) -> str:
-    """A number and its 95% interval ("0.12 [0.10, 0.15]"), or why it has none ("0.12 (n/a: one task)")."""
+    """A number and its 95% interval ("0.12 [0.10, 0.15]"; "2.5 [1.1, ∞)" when it has no upper
+    bound), or why it has none ("0.12 (n/a: one task)"); an undefined number says why ("n/a: no
+    resolve"), a number never computed (its denominator unknown) is "-"."""
     if value is None:
-        return "-"
+        note = str((found or {}).get("note") or "")
+        return note if note.startswith("n/a") else "-"
     if not found:
         return format(value, spec)
     if found.get("interval") is None:
         return f"{format(value, spec)} ({found.get('note') or 'n/a'})"
     low, high = found["interval"]
-    return f"{format(value, spec)} [{format(low, spec)}, {format(high, spec)}]"
+    return f"{format(value, spec)} [{_bound(low, spec)}, {_bound(high, spec)}{']' if high is not None else ')'}"
 
 
 def _costs_table(path: Path, summaries: Sequence[Any], benchmark: str = "unknown") -> None:
@@ -112,7 +126,7 @@ def _costs_table(path: Path, summaries: Sequence[Any], benchmark: str = "unknown
     from rich.table import Table
 
     table = Table(title=f"cost and correctness per harness, benchmark {benchmark} ({path}); [95% CI]")
-    for column in ("rank", "harness", "front", "resolved", "rate", "$/run", "res/$", "res/1k tok",
+    for column in ("rank", "harness", "front", "resolved", "rate", "$/run", "$/resolve", "res/$", "res/1k tok",
                    "res/wall-h", "res/CPU-s", "infra excl."):  # fmt: skip
         table.add_column(column, overflow="fold")
     for s in summaries:
@@ -122,6 +136,7 @@ def _costs_table(path: Path, summaries: Sequence[Any], benchmark: str = "unknown
             str(s.rank), s.harness, "yes" if s.pareto_layer == 1 else f"layer {s.pareto_layer}",
             f"{s.resolved}/{s.runs}", _with(s.resolve_rate, ".1%", u.get("resolve_rate")),
             _with(s.dollars_per_run, ".4f", per_run.get("dollars")),
+            _with(r.get("dollars_per_resolve"), ".4g", ratios.get("dollars_per_resolve")),
             *(_with(r[name], ".3g", ratios.get(name)) for name in ("resolves_per_dollar", "resolves_per_1k_tokens",
                                                                    "resolves_per_wall_hour", "resolves_per_cpu_second")),
             str(s.infrastructure_failures),
@@ -134,6 +149,8 @@ def _costs_table(path: Path, summaries: Sequence[Any], benchmark: str = "unknown
             console.print(f"{s.harness}: dominated by {', '.join(s.dominated_by)} (as good or better, for less)")
         for note in s.notes:
             console.print(f"{s.harness}: {note}")
+    console.print("rank and front order the point estimates (a rank is not a test: compare two harnesses with "
+                  "objective-score ab)", soft_wrap=True)  # fmt: skip
     methods = _methods(summaries)
     if methods:
         console.print("95% CI: " + "; ".join(methods), soft_wrap=True)
@@ -147,7 +164,8 @@ def _distribution_table(console: Any, summaries: Sequence[Any], benchmark: str) 
     """Per harness and cost quantity, the distribution of the per-run values (the JSON's ``per_run``)."""
     from rich.table import Table
 
-    table = Table(title=f"cost per run, benchmark {benchmark}: distribution over runs, 95% CI of the mean over tasks")
+    table = Table(title=f"cost per run, benchmark {benchmark}: the mean with its 95% CI over tasks; sd, median, p10, "
+                        "p90 describe the spread of the runs")  # fmt: skip
     for column in ("harness", "quantity", "runs", "mean", "95% CI", "sd", "median", "p10", "p90", "unknown"):
         table.add_column(column, overflow="fold")
     for s in summaries:

@@ -36,10 +36,14 @@ computed for a run (no gold patch, no retrieval order, no re-runs) is left out o
 
 Every change in a diff has its 95% interval over the paired tasks (Student's t over
 the per-task differences) and the number of tasks it rests on; one task has none
-("n/a: one task"). A task whose resolution rose is credited only to the stages that
-improved on that task (a loss: charged to the stages that got worse on it); a gain
-no stage explains is said to be unattributed. The means of several runs have their
-95% interval over tasks (a seeded bootstrap, a task's runs resampled together).
+("n/a: one task"). Each side's value (A, B) has its own 95% interval over the same
+tasks: a rate (a metric 0 or 1 on each run: patching.*, testing.*, resolved) the
+Wilson score interval, so 0 of 5 is "0% [0%, 43%]", never "[0%, 0%]"; any other
+mean a seeded bootstrap over tasks. A task whose resolution rose is credited only
+to the stages that improved on that task (a loss: charged to the stages that got
+worse on it); a gain no stage explains is said to be unattributed. The means of
+several runs have their 95% interval over tasks, made the same way (a task's runs
+count once: resampled together, or the effective number of tasks for a rate).
 """
 
 
@@ -172,32 +176,41 @@ def _scorecard_table(chosen: Sequence[dict[str, Any]], means: dict[str, Any], in
     if intervals is None:
         console.print("one run: its values are what that run measured, with no interval (n/a: one task)")
     else:
-        console.print(f"95% CI of each mean: {next(iter(intervals.values()))['method']}", soft_wrap=True)
+        methods = list(dict.fromkeys(found["method"] for found in intervals.values()))
+        console.print(f"95% CI of each mean: {'; '.join(methods)}", soft_wrap=True)
 
 
 def _scorecard_diff_table(result: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from ..scorecard import show_value
+    from ..scorecard import show_side
 
     table = Table(title=f"scorecard diff: A = {result['selectors']['a']} ({result['runs']['a']} runs), "
                         f"B = {result['selectors']['b']} ({result['runs']['b']} runs)")  # fmt: skip
-    for column in ("metric", "A", "B", "Δ (B − A)", "95% CI", "tasks", "change"):
+    table.add_column("metric", no_wrap=True)
+    for column in ("A [95% CI]", "B [95% CI]", "Δ (B − A)", "Δ 95% CI", "tasks", "change"):
         table.add_column(column)
     for row in result["metrics"]:
         style = {"better": "green", "worse": "red"}.get(row["change"], "")
         change = f"[{style}]{row['change']}[/{style}]" if style else row["change"]
-        table.add_row(row["metric"], show_value(row["metric"], row["a"]), show_value(row["metric"], row["b"]),
+        table.add_row(row["metric"], show_side(row["metric"], row, "a"), show_side(row["metric"], row, "b"),
                       *_delta_cells(row), change)  # fmt: skip
     for row in result["economics"]:
-        table.add_row(row["metric"], show_value(row["metric"], row["a"]), show_value(row["metric"], row["b"]),
+        table.add_row(row["metric"], show_side(row["metric"], row, "a"), show_side(row["metric"], row, "b"),
                       *_delta_cells(row), "")  # fmt: skip
     console = Console() if Console().is_terminal else Console(width=140)
     console.print(table)
     console.print(f"intervals: {result['interval']}", soft_wrap=True)
+    console.print(f"each side's 95% CI, over the same tasks: {'; '.join(_side_methods(result))}", soft_wrap=True)
     _credit_table(console, result)
     console.print(result["attribution"])
+
+
+def _side_methods(result: dict[str, Any]) -> list[str]:
+    """How each side's interval was made, once each (a rate's, another mean's)."""
+    return list(dict.fromkeys(row["side_method"] for row in [*result["metrics"], *result["economics"]]
+                              if row.get("side_method")))  # fmt: skip
 
 
 def _delta_cells(row: dict[str, Any]) -> tuple[str, str, str]:
@@ -214,7 +227,7 @@ def _credit_table(console: Any, result: dict[str, Any]) -> None:
     tasks where it moved that way; and the tasks whose change no stage explains."""
     from rich.table import Table
 
-    from ..scorecard import STAGES, show_delta
+    from ..scorecard import STAGES, show_delta, show_side
 
     credit = result["credit"]
     if not credit["gained"] and not credit["lost"]:
@@ -227,7 +240,9 @@ def _credit_table(console: Any, result: dict[str, Any]) -> None:
         found = credit["stages"][stage]
         if not found["gained"] and not found["lost"]:
             continue
-        changes = [f"{label}: " + "; ".join(f"{row['metric']} {show_delta(row['metric'], row)}" for row in found[key])
+        changes = [f"{label}: " + "; ".join(f"{row['metric']} {show_side(row['metric'], row, 'a')} → "
+                                            f"{show_side(row['metric'], row, 'b')}: {show_delta(row['metric'], row)}"
+                                            for row in found[key])
                    for label, key in (("on the gains", "on_gained"), ("on the losses", "on_lost")) if found[key]]  # fmt: skip
         table.add_row(stage, _tasks(found["gained"]), _tasks(found["lost"]), " | ".join(changes))
     bare = credit["unattributed"]
