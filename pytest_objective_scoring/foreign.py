@@ -934,13 +934,11 @@ def grade_junit(
     return _graded(path, _read_junit(Path(path), runner, progress, said), instance, compat, patch_ref, said)
 
 
-def _graded(path: str | Path, run: JUnitRun, instance: Instance, compat: str, patch_ref: str | None,
-            said: Progress | None = None) -> dict[str, Any]:  # fmt: skip
-    """:func:`grade_junit` of a report already read (``said``: the grading's progress)."""
-    from . import envelope as env
-
-    if said is not None:
-        said.update(0, len(run.cases))
+def grade_run(run: JUnitRun, instance: Instance, compat: str) -> tuple[Grading, str | None, list[str]]:
+    """A run read from any runner's report graded with the pytest outcome rules: the grading (each
+    listed id matched to its testcases, the first missing ones hinted), why it is no verdict (None: it
+    is one) and the notes on every judgement made (:func:`grade_junit`, and live command runs:
+    :mod:`.command_reports`)."""
     index = _Index(run)
     collector = Collector()
     notes = [NO_EXIT_STATUS]
@@ -983,7 +981,17 @@ def _graded(path: str | Path, run: JUnitRun, instance: Instance, compat: str, pa
     matched_cases = {id(m) for match in matches.values() for m in match.members}
     grading = replace(grading, results=tuple(results), executed=len(run.cases),
                       unlisted=sum(id(c) not in matched_cases for c in run.cases))  # fmt: skip
-    reason = _no_verdict(run, grading)
+    return grading, _no_verdict(run, grading), notes
+
+
+def _graded(path: str | Path, run: JUnitRun, instance: Instance, compat: str, patch_ref: str | None,
+            said: Progress | None = None) -> dict[str, Any]:  # fmt: skip
+    """:func:`grade_junit` of a report already read (``said``: the grading's progress)."""
+    from . import envelope as env
+
+    if said is not None:
+        said.update(0, len(run.cases))
+    grading, reason, notes = grade_run(run, instance, compat)
     score = None
     if reason is None:
         score = make_score(grading, patch_ref or UNKNOWN_PATCH_REF, _graded_by(run, compat), int(time.time()))

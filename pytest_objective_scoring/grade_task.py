@@ -20,7 +20,8 @@ from . import envelope as env
 from . import protect
 from .instances import Instance
 from .processes import network_isolation, pid_isolation
-from .runner_choice import CommandError, RunnerCommand, choose, directives, id_targets, listed_files
+from .command_spec import CommandSpec, SpecError, command_spec, role_protected
+from .runner_choice import COMMAND, CommandError, RunnerCommand, choose, directives, id_targets, listed_files
 from .testrecord import RunRecord
 from .workspace import BadInput, holds_nothing, patch_applies
 
@@ -44,6 +45,12 @@ class Task:
     patch_ref: str
     command: RunnerCommand  # which program runs the tests (:mod:`.runner_choice`)
     targets: tuple[str, ...] = ()  # what it runs (non-pytest runners: SWE-bench's test directives)
+    spec: CommandSpec | None = None  # another language's runner: its command, report and language
+
+    @property
+    def language(self) -> str | None:
+        """The ecosystem whose judge files are protected besides Python's (command instances)."""
+        return self.spec.language if self.spec is not None else None
 
     @property
     def instance(self) -> Instance:
@@ -72,6 +79,15 @@ def check_request(request: GradeRequest) -> Task:
         command = choose(instance, request.runner, request.test_cmd, request.command_source)
     except CommandError as exc:
         raise BadInput(str(exc)) from None
+    spec = None
+    if command.runner == COMMAND:
+        try:
+            spec = command_spec(instance.fields, instance.source)
+        except SpecError as exc:
+            raise BadInput(str(exc)) from None
+        if request.image is None:
+            raise BadInput(f"{instance.source}: a {spec.language} instance runs in its image: give --engine and --image "
+                           "(the command runner grades in a container of the image that holds the toolchain)")  # fmt: skip
     if command.is_pytest:
         check_test_ids(instance)
     elif request.select:
@@ -86,12 +102,13 @@ def check_request(request: GradeRequest) -> Task:
         wrong = repository_problem(request.repo, instance, test_patch, request.test_patch is not None)
         if wrong:
             raise BadInput(wrong)
-    targets = program_targets(instance, command, test_patch_files)
-    guarded = list(dict.fromkeys([*test_patch_files, *listed_files(command, instance.listed), *command.kind.protected]))
+    targets = program_targets(instance, command, test_patch_files) if spec is None else []
+    judged = role_protected(spec.language, test_patch_files)[0] if spec is not None else test_patch_files
+    guarded = list(dict.fromkeys([*judged, *listed_files(command, instance.listed), *command.kind.protected]))
     return Task(request=request, python=python, engine=engine or "", test_patch=test_patch,
                 test_patch_files=test_patch_files, guarded=guarded,
                 patch_ref=request.patch_ref or env.patch_ref_of(request.patch), command=command,
-                targets=tuple(targets))  # fmt: skip
+                targets=tuple(targets), spec=spec)  # fmt: skip
 
 
 def repository_problem(repo: Path, instance: Instance, test_patch: str | None, from_file: bool = False) -> str | None:
@@ -190,7 +207,10 @@ class Journal:
             "scope": "listed tests only (--select)" if request.select else "every test of the listed tests' files",
             "test_command": task.command.to_dict(),
         }  # fmt: skip
-        if not task.command.is_pytest:
+        if task.spec is not None:
+            self.runner["scope"] = f"what the instance's test_command runs ({task.spec.language})"
+            self.runner["test_command"] = task.spec.to_dict()
+        elif not task.command.is_pytest:
             self.runner["scope"] = f"the test patch's modules, as SWE-bench runs them ({task.command.runner})"
             self.runner["targets"] = list(task.targets)
 

@@ -234,11 +234,18 @@ def _startup_hook(parts: tuple[str, ...]) -> str | None:
     return None
 
 
-def _classify(path: str, tests: _Tests, change: str | None) -> tuple[str, bool] | None:
+def _classify(path: str, tests: _Tests, change: str | None, language: str | None = None) -> tuple[str, bool] | None:
     """The reason ``path`` is protected and whether it is a test folder's file (data the tests may
-    write themselves), or None."""
+    write themselves), or None. ``language``: another ecosystem's judge files too
+    (:func:`.command_spec.language_reason`)."""
     if path in tests.files:
         return TEST_FILE_REASON, False
+    if language is not None:
+        from .command_spec import language_reason
+
+        why = language_reason(language, path)
+        if why is not None:
+            return why, "data" in why or "resources" in why
     parts = tuple(path.split("/"))
     name = parts[-1]
     if name in CONFIG_FILES:
@@ -265,7 +272,8 @@ def _classify(path: str, tests: _Tests, change: str | None) -> tuple[str, bool] 
     return None
 
 
-def protected_reason(path: str, test_patch_files: Iterable[str] = (), *, change: str | None = None) -> str | None:
+def protected_reason(path: str, test_patch_files: Iterable[str] = (), *, change: str | None = None,
+                     language: str | None = None) -> str | None:
     """Why a repository-relative path must not be changed by a candidate, or None.
 
     ``test_patch_files`` are the instance's test files (the test patch's and those holding the
@@ -274,7 +282,7 @@ def protected_reason(path: str, test_patch_files: Iterable[str] = (), *, change:
     protected only against being added or removed, its content is the project's. An ``__init__.py``
     added to a folder the candidate creates is not "added" in that sense (pass ``None``).
     """
-    hit = _classify(_norm(path), _tests(test_patch_files), change)
+    hit = _classify(_norm(path), _tests(test_patch_files), change, language)
     return hit[0] if hit else None
 
 
@@ -581,12 +589,16 @@ def filter_candidate(
     *,
     existed_at_base: Callable[[str], bool] | None = None,
     roots: Iterable[str] = (),
+    language: str | None = None,
 ) -> ProtectionResult:
     """Drop every file diff that touches a protected path; keep the rest verbatim.
 
     ``protected`` names paths protected for this instance (the test patch's files
     and the files holding its listed tests) on top of the general rules; the test
     folders and the folders on the path to them are derived from them.
+
+    ``language`` adds that ecosystem's judge files (:func:`.command_spec.language_reason`: Maven's
+    ``src/test/``, jest's configuration, Go's ``*_test.go``, Cargo's manifest...).
 
     ``existed_at_base`` (whether a file or folder exists at the base commit) makes two rules
     exact: a new top-level module shadowing the standard library or the test runner
@@ -629,9 +641,11 @@ def filter_candidate(
             change = None if existed_at_base(rel) else "added"  # however the diff spells a creation
         if change == "added" and on_path and not folder_existed(_parent(rel)):
             change = None  # the __init__.py of a package the candidate creates
-        hit = _classify(rel, tests, change)
+        hit = _classify(rel, tests, change, language)
         if hit:
             return hit[0]
+        if language is not None:  # another language's tree: no Python module shadows its runner
+            return None
         if existed_at_base is not None:
             return shadowing_reason(rel, existed_at_base, tests.files, roots)
         if rel in all_created and _module_defining(rel, root_list):
@@ -674,7 +688,7 @@ def _joined(text: str, bounds: list[tuple[int, int]]) -> str:
     return "".join(text[start:end] for start, end in merged)
 
 
-def snapshot(root: Path, test_patch_files: Iterable[str] = ()) -> dict[str, str]:
+def snapshot(root: Path, test_patch_files: Iterable[str] = (), language: str | None = None) -> dict[str, str]:
     """sha256 of every protected file under ``root``: compared before and after a run.
 
     Data files in test folders are left out (the tests may write them), and so is byte code in
@@ -696,7 +710,7 @@ def snapshot(root: Path, test_patch_files: Iterable[str] = ()) -> dict[str, str]
         rel_dir = os.path.relpath(directory, root)
         for filename in filenames:
             rel = filename if rel_dir == "." else f"{rel_dir}/{filename}".replace(os.sep, "/")
-            hit = _classify(rel, tests, None)
+            hit = _classify(rel, tests, None, language)
             if hit is None or (hit[1] and not filename.endswith(".py")):
                 continue  # test data may legitimately be written by the tests themselves
             path = os.path.join(directory, filename)

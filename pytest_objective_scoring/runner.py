@@ -32,6 +32,10 @@ Endings other than a verdict: a candidate refused unread (``patch_too_large``), 
 apply (``patch_apply``), protected files the patch changed that cannot be put back (not resolved,
 flagged), and an :class:`InfraFailure` raised by any stage (exit status 3). ``docs/runner.md`` and
 ``docs/untrusted-candidates.md`` say what each stage guarantees.
+
+Why over 800 lines: the five stages are one pipeline read top to bottom, and each runner's variant
+(pytest, the Python programs, another language's command: :mod:`.command_run`) sits in the stage it
+changes, so that a stage is read whole; the work itself is in the modules the stages call.
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ from .workspace import (
     base_text,
     changed_files,
     existed_at,
+    over_candidate,
     patch_applies,
     prepare_copy,
     revert_protected,
@@ -191,6 +196,9 @@ def _pipeline(task: Task, workspace: Path, journal: Journal, record: Record) -> 
         return record.unapplied("patch_apply", copy)
     runs = Run(task, prepare, copy, workspace, journal)
     applied = replace(applied, build=apply.build(applied, runs))
+    if task.spec is not None and not applied.build[0]:  # another language: no test runs on a copy that does not build
+        runs.control_build(str(applied.build[1]))  # InfraFailure when the gold patch does not build either
+        return record.unbuilt(str(applied.build[1]))
     test_files = apply.test_patch()
 
     # 3. run the tests in the sandbox, and 4. score the run; a run without a verdict, or with
@@ -292,11 +300,12 @@ class Apply:
         guarded, copy, runner = self.task.guarded, self.copy, self.journal.runner
         text = self.task.request.patch.decode("utf-8", errors="surrogateescape")
         try:
-            protection = protect.filter_candidate(text, guarded, existed_at_base=copy.existed, roots=roots_below(copy.path))
+            protection = protect.filter_candidate(text, guarded, existed_at_base=copy.existed, roots=roots_below(copy.path),
+                                                  language=self.task.language)  # fmt: skip
         except protect.PatchParseError as exc:
             runner["apply"] = {"strategy": None, "attempts": [], "dropped": [], "error": f"not a unified diff: {exc}"}
             return NOT_APPLIED
-        before = protect.snapshot(copy.path, guarded)
+        before = protect.snapshot(copy.path, guarded, self.task.language)
         candidate_file = self.workspace / "candidate.diff"
         candidate_file.write_bytes(protection.patch.encode("utf-8", "surrogateescape"))
         strategy, attempts = apply_candidate(copy.path, copy.baseline, candidate_file, protection.patch)
@@ -307,7 +316,7 @@ class Apply:
             section["dropped"] = [d.to_dict() for d in dropped]
             self.journal.step("apply")
             return NOT_APPLIED
-        sneaked, stuck = revert_protected(copy.path, copy.baseline, before, guarded)
+        sneaked, stuck = revert_protected(copy.path, copy.baseline, before, guarded, self.task.language)
         dropped += sneaked
         section["dropped"] = [d.to_dict() for d in dropped]
         if stuck:
@@ -351,6 +360,12 @@ class Apply:
         """Reset the test patch's files and apply the test patch strictly (one that does not apply is
         an infrastructure failure): the pristine copy. Returns the listed tests' files it holds."""
         task, copy, runner = self.task, self.copy, self.journal.runner
+        if task.spec is not None:
+            if task.test_patch:
+                runner["test_patch"].update(over_candidate(copy.path, copy.baseline, task.test_patch, task.guarded,
+                                                           task.test_patch_files, self.workspace))  # fmt: skip
+            self.journal.step("test_patch")
+            return []
         if task.test_patch:
             apply_test_patch(copy.path, copy.baseline, task.test_patch, task.test_patch_files, self.workspace)
         self.journal.step("test_patch")
@@ -424,6 +439,20 @@ class Run:
     def tests(self, label: str, test_files: list[str], shuffle_seed: int | None = None, copy: Path | None = None) -> RunRecord:
         """pytest on ``test_files`` over ``copy`` (the pristine copy by default)."""
         task, request = self.task, self.task.request
+        if task.spec is not None:
+            from . import container
+            from .command_run import run_in_image
+
+            try:
+                record = run_in_image(task.spec, engine=task.engine, image=str(request.image), repo_dir=request.repo_dir,
+                                      copy=copy or self.copy.path, workspace=self.workspace, timeout=request.timeout,
+                                      network=request.network, label=label, guarded=task.guarded,
+                                      max_output=request.max_output_bytes)  # fmt: skip
+            except container.ContainerError as exc:
+                raise InfraFailure("setup", f"the {label} run's container: {exc}") from None
+            self.journal.runs.append(record)
+            self.journal.runner["isolation"] = record.isolation
+            return record
         scope: dict[str, Any] = {"progress": self._watch(label)}
         if request.select:
             scope["select"] = selection(list(task.instance.listed), request.compat)
@@ -486,6 +515,32 @@ class Run:
         self.journal.runs.append(RunRecord(command=command, label="build", cpu=cpu))
         return code, timed_out, log
 
+    def control_build(self, why: str) -> None:
+        """The candidate did not build: the gold patch (or the base) built the same way in a fresh copy
+        says whose that is. When it does not build either, the environment cannot build the task: an
+        infrastructure failure (``setup``), never the candidate's."""
+        request, task = self.task.request, self.task
+        copy = self.workspace / "control-build" / "repo"
+        copy.parent.mkdir()
+        baseline = self.prepare.copy(copy).baseline
+        gold = task.instance.patch
+        if gold and gold.strip():
+            gold_file = self.workspace / "gold-build.diff"
+            gold_file.write_bytes(gold.encode("utf-8", "surrogateescape"))
+            apply_candidate(copy, baseline, gold_file, gold)
+        command = ["/bin/sh", "-c", str(task.instance.get("build_command"))]
+        code, timed_out, cpu, log = build_in_container(
+            command, engine=task.engine, image=str(request.image), repo_dir=request.repo_dir, copy=copy,
+            workspace=self.workspace / "control-build", network=request.network, timeout=request.timeout,
+        )  # fmt: skip
+        self.journal.runs.append(RunRecord(command=command, label="control-build", cpu=cpu))
+        self.journal.step("control_build")
+        if code != 0:
+            tail = log.read_text(encoding="utf-8", errors="replace")[-300:].strip()
+            raise InfraFailure("setup", f"the candidate does not build ({why}), and the gold patch does not build in "
+                               f"this image either ({'timed out' if timed_out else f'exit {code}'}: {tail})")  # fmt: skip
+        self.journal.runner["control_build"] = {"kind": "gold" if gold and gold.strip() else "base", "exit_code": code}
+
     def control(self, test_files: list[str]) -> Control:
         """The gold patch (or the bare base) with the test patch, in a fresh copy of the user's
         repository (never one a run of the candidate's has touched), run under the same checks."""
@@ -500,7 +555,9 @@ class Run:
             gold_file.write_bytes(gold.encode("utf-8", "surrogateescape"))
             strategy, _ = apply_candidate(copy, baseline, gold_file, gold)
             kind = "gold" if strategy else "base (the gold patch does not apply)"
-        if task.test_patch:
+        if task.test_patch and task.spec is not None:
+            over_candidate(copy, baseline, task.test_patch, task.guarded, task.test_patch_files, self.workspace)
+        elif task.test_patch:
             apply_test_patch(copy, baseline, task.test_patch, task.test_patch_files, self.workspace)
         return Control(self.tests("control", test_files, copy=copy), kind, copy)
 
@@ -557,6 +614,11 @@ class Score:
     def judge(self, run: RunRecord, copy: Path | None = None) -> Judgement:
         """``run`` (over ``copy``, the pristine copy by default) graded, and its signals."""
         request, instance = self.task.request, self.task.instance
+        if run.runner == "command":  # another language's runner: its report, copied out after the run
+            from . import command_reports
+
+            grading, reason, failure = command_reports.assess(run, instance, request.compat, request.timeout)
+            return Judgement(run, grading, reason, failure, command_reports.signals(run))
         if run.runner != "pytest":  # Django, SymPy, unittest: the record, and the console beside it
             from . import program_runs
 
@@ -651,7 +713,16 @@ class Record:
         records = verdict.run.collector.records
         errors = [{"nodeid": n, "message": m} for n, m in verdict.run.collect_errors]
         note = exit_status_note(session.get("exitstatus"), records)
-        if verdict.run.runner != "pytest":
+        if verdict.run.runner == "command":
+            from .command_reports import summary
+
+            report = verdict.run.report
+            errors = [{"nodeid": e.scope, "message": f"{e.kind}: {e.message}" if e.message else e.kind}
+                      for e in (report.errors if report is not None else [])]  # fmt: skip
+            note = "; ".join(report.notes) if report is not None and report.notes else None
+            if report is not None:
+                runner["report"] = summary(report)
+        elif verdict.run.runner != "pytest":
             from .program_runs import record_run
 
             run = record_run(verdict.run.runner, verdict.run.cases, session, verdict.run.copy_path)
@@ -686,8 +757,9 @@ class Record:
                                         "(--max-patch-size): refused unread"}  # fmt: skip
         return self.unapplied("patch_too_large", None)
 
-    def unapplied(self, failure_class: str, copy: Copy | None) -> GradeResult:
-        """A candidate that does not apply: not resolved, no test ran, failure class patch_apply."""
+    def unapplied(self, failure_class: str, copy: Copy | None, patch_applied: bool = False) -> GradeResult:
+        """A candidate that does not apply: not resolved, no test ran, failure class patch_apply (or one
+        that applied and does not build: ``build``)."""
         task, runner = self.task, self.journal.runner
         grading = grade(task.instance, {}, task.request.compat)
         by = env.graded_by(mode="runner", pytest_version="n/a", python="n/a", platform=sys.platform,
@@ -699,11 +771,17 @@ class Record:
         envelope = env.build_envelope(
             instance_id=task.instance.instance_id, score=score, grading=grading, no_verdict=None, session={},
             extra=self.extra(None, score.to_dict()),
-            patch_applied=False,
+            patch_applied=patch_applied,
         )  # fmt: skip
         if copy is not None:  # never parse what was refused unread (it was never copied)
             self.scorecard(envelope, copy, NOT_APPLIED, [])
         return GradeResult(envelope, EXIT_NOT_RESOLVED, failure_class)
+
+    def unbuilt(self, why: str) -> GradeResult:
+        """A command instance whose build step fails with the candidate and not with the gold patch: not
+        resolved, no test ran, failure class ``build`` (the candidate's, never the tests' verdict)."""
+        self.journal.runner["apply"]["error"] = f"the build step fails with the candidate: {why}"
+        return self.unapplied("build", None, patch_applied=True)
 
     def infrastructure(self, failure_class: str, detail: str) -> GradeResult:
         task, runner = self.task, self.journal.runner

@@ -56,6 +56,7 @@ PYTEST: Final = "pytest"
 DJANGO: Final = "django"
 SYMPY: Final = "sympy"
 UNITTEST: Final = "unittest"
+COMMAND: Final = "command"  # another language's runner, run by the instance's own test_command (:mod:`.command_spec`)
 SPECS_FILE: Final = Path(__file__).with_name("data") / "swebench_specs.json"
 # SWE-bench's NON_TEST_EXTS (swebench.harness.constants): test-patch files that are not test modules
 NON_TEST_EXTS: Final = (".json", ".png", "csv", ".txt", ".md", ".jpg", ".jpeg", ".pkl", ".yml", ".yaml", ".toml")
@@ -96,6 +97,8 @@ RUNNERS: Final[Mapping[str, Runner]] = {
                   ids="test function names (test_foo), or path/to/test_x.py:test_foo"),  # fmt: skip
     UNITTEST: Runner(UNITTEST, "python -m unittest -v", "django",
                      ids="unittest descriptions: test_name (package.module.Class), or package.module.Class.test_name"),
+    COMMAND: Runner(COMMAND, "", None, ids="the report's own ids (docs/runner-languages.md): com.x.FooTest.testBar, "
+                    "path/foo.test.js->full name, import/path TestName, binary-id test::path"),
 }
 
 
@@ -173,6 +176,8 @@ def parse_command(runner: str, line: str, exports: Iterable[str] = (), source: s
                        "output is UTF-8 whatever the locale)")  # fmt: skip
     if runner == PYTEST:
         return RunnerCommand(PYTEST, (), env, warnings, line, source, tuple(ignored))
+    if runner == COMMAND:  # a shell line run as it is, in the image (:mod:`.command_spec`)
+        return RunnerCommand(COMMAND, (), {}, (), line, source)
     if words and words[0] in ("python", "python3") or (words and re.fullmatch(r"python3?\.\d+", words[0])):
         words = words[1:]
     if not words:
@@ -239,6 +244,15 @@ def choose(instance: Instance, runner: str | None = None, test_cmd: str | None =
     spec_source = f"SWE-bench's specification of {instance.fields.get('repo')}@{instance.fields.get('version')} " \
                   f"({specs_table()['source']['package']})"  # fmt: skip
     exports: Sequence[str] = spec.get("eval_commands", ()) if spec is not None else ()
+    if own_runner == COMMAND:
+        line = _field(instance.fields, "test_command", where)
+        if line is None:
+            raise CommandError(f"{where}: field 'test_command': the command runner needs the shell line that runs the "
+                               "tests (and 'language' and 'report': docs/runner-languages.md)")  # fmt: skip
+        return parse_command(COMMAND, line, (), f"{where}: the instance's own fields")
+    if runner == COMMAND:
+        raise CommandError(f"{override_source or 'the override'}: the command runner is named by the instance itself "
+                           "('runner': 'command' with its 'language', 'test_command' and 'report')")  # fmt: skip
     if own_runner is not None or own_cmd is not None:
         name = own_runner or (spec["runner"] if spec is not None else PYTEST)
         line = own_cmd or (spec["test_cmd"] if spec is not None and spec["runner"] == name else RUNNERS[name].command)

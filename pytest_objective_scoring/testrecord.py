@@ -70,6 +70,8 @@ class RunRecord:
     cases: list[dict[str, Any]] = field(default_factory=list)  # a program recorder's cases (not pytest)
     console: str = ""  # a program run's console output (bounded): read beside its record
     aliases: list[str] = field(default_factory=list)  # where else the run saw its copy (the user's checkout's path)
+    report: Any = None  # a command run's report as read (:class:`.foreign.JUnitRun`), copied out after the run
+    report_problem: str | None = None  # why a command run's report could not be read (none left, unreadable)
 
     def to_dict(self) -> dict[str, Any]:
         return {

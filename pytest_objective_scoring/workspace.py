@@ -408,7 +408,7 @@ def restore_files(copy: Path, baseline: str, paths: Sequence[str]) -> list[str]:
 
 
 def revert_protected(
-    copy: Path, baseline: str, before: Mapping[str, str], guarded: Sequence[str]
+    copy: Path, baseline: str, before: Mapping[str, str], guarded: Sequence[str], language: str | None = None
 ) -> tuple[list[protect.Dropped], list[str]]:
     """Undo whatever the applied candidate did to protected files, whatever the diff's format.
 
@@ -416,7 +416,7 @@ def revert_protected(
     not see (formats only GNU patch reads, paths spelled in ways unidiff misses).
     Returns the files put back and those that could not be.
     """
-    changes = protect.snapshot_changes(before, protect.snapshot(copy, guarded))
+    changes = protect.snapshot_changes(before, protect.snapshot(copy, guarded, language))
     reasons = {change.split(" ", 1)[1]: protect.snapshot_change_reason(change, guarded) for change in changes}
     roots = roots_below(copy)
 
@@ -429,7 +429,8 @@ def revert_protected(
         target = copy / path
         if target.is_symlink() and not _inside(target.resolve(), copy, guarded):
             reasons.setdefault(path, "a symlink to a protected file or out of the repository")
-        reason = protect.protected_reason(path, guarded) or protect.shadowing_reason(path, existed, guarded, roots)
+        reason = protect.protected_reason(path, guarded, language=language) or (
+            None if language is not None else protect.shadowing_reason(path, existed, guarded, roots))
         if reason:
             reasons.setdefault(path, reason)
     paths = sorted(reasons)
@@ -444,10 +445,12 @@ def revert_protected(
 
 def byte_code(copy: Path) -> list[str]:
     """Byte code in the copy (``__pycache__`` folders, ``.pyc``/``.pyo`` files), which git may ignore:
-    the copy starts without any, so whatever is there after applying came with the candidate."""
+    the copy starts without any, so whatever is there after applying came with the candidate. Installed
+    JavaScript packages (``node_modules``, an image's own: jasmine-core ships an ``__init__.pyc``) are not
+    the copy's code: a candidate's change there is dropped by role (:mod:`.command_spec`)."""
     found = []
     for directory, dirnames, filenames in os.walk(copy):
-        dirnames[:] = [d for d in dirnames if d != ".git"]
+        dirnames[:] = [d for d in dirnames if d not in (".git", "node_modules")]
         rel = os.path.relpath(directory, copy)
         for name in filenames:
             if name.endswith((".pyc", ".pyo")) or "__pycache__" in rel.split(os.sep):
@@ -504,6 +507,28 @@ def apply_test_patch(copy: Path, baseline: str, test_patch: str, files: Sequence
         raise InfraFailure(
             "setup", f"the test patch does not apply to the base: {(result.stderr or result.stdout).strip()[-800:]}"
         )
+
+
+def over_candidate(copy: Path, baseline: str, test_patch: str, judged: Sequence[str], files: Sequence[str],
+                   workspace: Path) -> dict[str, Any]:  # fmt: skip
+    """A command instance's test patch (:mod:`.command_spec`): its files that are tests by their role
+    (``judged``) reset to the base, then the patch applied over the candidate's version of the others,
+    the *mixed* files (a Rust source file holding a ``#[cfg(test)]`` module). Where it does not apply
+    over them, the mixed files are reset too and it is applied again: the test patch's version wins
+    and the candidate's change to those files is lost, as the envelope says (``test_patch_won``).
+    One that does not apply to the base either is an infrastructure failure."""
+    tests = [f for f in files if f in judged]
+    mixed = [f for f in files if f not in judged]
+    restore_files(copy, baseline, tests)
+    patch_file = workspace / "test.diff"
+    patch_file.write_bytes(test_patch.encode("utf-8", "surrogateescape"))
+    if git(copy, "apply", "--whitespace=nowarn", str(patch_file), check=False).returncode == 0:
+        return {"mixed_files": mixed, "over_the_candidate": mixed}
+    restore_files(copy, baseline, mixed)
+    result = git(copy, "apply", "--verbose", "--whitespace=nowarn", str(patch_file), check=False)
+    if result.returncode != 0:
+        raise InfraFailure("setup", f"the test patch does not apply to the base: {(result.stderr or result.stdout).strip()[-800:]}")
+    return {"mixed_files": mixed, "test_patch_won": mixed}
 
 
 def holds_nothing(repo: Path) -> bool:
