@@ -10,8 +10,8 @@ hold **missing**, and a package, file or class that failed as a whole (it did no
 Readers besides JUnit XML (:func:`read_report`):
 
 * ``go-test-json``: ``go test -json``'s events, one JSON object a line (``Package``, ``Test``,
-  ``Action``); a test's last ``pass``, ``fail`` or ``skip`` is its outcome, one that started and never
-  ended failed. A package that did not compile writes no event before Go 1.24, only the plain line
+  ``Action``); a test's ``pass``, ``fail`` or ``skip`` is its outcome (the worst, when a line the test's
+  own code wrote to the console adds another), one that started and never ended failed. A package that did not compile writes no event before Go 1.24, only the plain line
   ``FAIL <package> [build failed]`` (or ``[setup failed]``): a build failure of that package. Ids are
   ``<import path> <TestName/subtest>``, as the JUnit reader names Go tests.
 * ``jest-json``: jest's ``--json`` report. Each ``assertionResults`` entry is a test, named
@@ -60,6 +60,7 @@ _GO_BUILD: Final = re.compile(r"^FAIL\s+(\S+)\s+\[(build|setup) failed\]\s*$")
 _CARGO_RUNNING: Final = re.compile(r"^\s*Running (?:(unittests) )?(\S+) \((?:[^)]*/)?([^/)]+?)(?:-[0-9a-f]{6,})?(?:\.exe)?\)\s*$")
 _CARGO_FAILED: Final = re.compile(r"^error(\[E\d+\])?: |could not compile `([^`]+)`")
 _CARGO_PACKAGE: Final = re.compile(r"^\s*Compiling (\S+) v")
+WORST: Final = {"pass": 0, "skip": 1, "fail": 2}  # a test reported twice: the worst of its results counts
 
 
 class ReportMissing(ValueError):
@@ -123,9 +124,11 @@ def read_go_json(path: Path) -> JUnitRun:
         elif action == "output" and isinstance(event.get("Output"), str):
             output.setdefault(key, []).append(event["Output"])
             del output[key][:-20]
-        elif action in ("pass", "fail", "skip"):
-            elapsed = event.get("Elapsed")
-            final[key] = (action, float(elapsed) if isinstance(elapsed, (int, float)) else 0.0)
+        elif action in ("pass", "fail", "skip"):  # two results for one test (a line written by the test's
+            elapsed = event.get("Elapsed")  # own code to the console): the worst counts, never the last
+            seconds = float(elapsed) if isinstance(elapsed, (int, float)) else 0.0
+            if key not in final or WORST[action] > WORST[final[key][0]]:
+                final[key] = (action, seconds)
     outcomes = {"pass": oc.PASSED, "fail": oc.FAILED, "skip": oc.SKIPPED}
     for key in dict.fromkeys([*started, *final]):
         action, elapsed = final.get(key, ("", 0.0))
@@ -249,7 +252,8 @@ def read_report(files: list[Path], reader: str, fmt: str, root: str) -> JUnitRun
 
 def summary(run: JUnitRun) -> dict[str, Any]:
     """What the envelope says of a report read: its files and digests, its counts."""
-    return {"runner": run.runner, "files": [{"name": Path(p).name, "sha256": d} for p, d in run.files], "tests": len(run.cases),
+    return {"runner": run.runner, "file_count": len(run.files), "sha256": run.sha256,
+            "files": [{"name": Path(p).name, "sha256": d} for p, d in run.files[:20]], "tests": len(run.cases),
             "whole_failures": [{"scope": e.scope, "kind": e.kind, "message": e.message} for e in run.errors][:20]}  # fmt: skip
 
 

@@ -1,6 +1,7 @@
 """Other languages graded live (issue 30), against a real engine: a Go module, a Rust crate and a
-JavaScript package of the fixtures, each in an image built here from the local base image with
-Debian's toolchain (golang-go, cargo, nodejs and npm with jest from the npm registry), SWE-bench
+JavaScript package and a Maven project of the fixtures, each in an image built here from the local
+base image with Debian's toolchain (golang-go, cargo, nodejs and npm with jest from the npm registry,
+openjdk and Maven with its plugins from Debian's repository, offline), SWE-bench
 style: the project at ``/testbed``, committed. For each, gold resolves, empty does not, the tampering
 change (an edit of the listed tests' file, a TestMain / a Cargo runner / a jest configuration that
 would pass everything, the manifest) has its protected parts dropped and is not resolved, and a change
@@ -35,6 +36,11 @@ TOOLCHAINS = {
     "rust": "RUN apt-get update && apt-get install -y --no-install-recommends cargo && rm -rf /var/lib/apt/lists/*\n",
     "javascript": "RUN apt-get update && apt-get install -y --no-install-recommends nodejs npm && rm -rf /var/lib/apt/lists/* "
                   "&& npm install -g --no-fund --no-audit --cafile /run/build-ca.crt jest@29.7.0\n",
+    # Maven offline, every plugin and dependency from Debian's /usr/share/maven-repo (no Maven Central)
+    "java": "RUN apt-get update && apt-get install -y --no-install-recommends default-jdk-headless maven libsurefire-java "
+            "junit4 libmaven-compiler-plugin-java libmaven-resources-plugin-java && rm -rf /var/lib/apt/lists/* && printf "
+            "'<settings><localRepository>/usr/share/maven-repo</localRepository><offline>true</offline></settings>' "
+            "> /etc/objective-maven-settings.xml\n",
 }  # fmt: skip
 
 
@@ -84,6 +90,9 @@ CASES = {
     "rust-words": ("rust", {".cargo/config.toml", "Cargo.toml", "tests/count.rs"}, "words::longest first_of_equals"),
     "js-slug": ("javascript", {"package.json", "jest.config.js", "__tests__/slug.test.js"},
                 "__tests__/slug.test.js->shortSlug cuts on a word boundary"),
+    "java-cents": ("java", {"pom.xml", "src/test/java/com/example/cents/Cents.java",
+                            "src/test/java/com/example/cents/CentsTest.java"},
+                   "com.example.cents.CentsTest.formatsSmallAmounts"),
 }  # fmt: skip
 
 

@@ -250,3 +250,19 @@ def test_the_test_patch_goes_over_the_candidates_mixed_file_and_wins_where_both_
     (repo / "src/lib.rs").write_text(lib.replace("    fn old() {}\n", "    fn old() { changed(); }\n"))  # clashes
     said = over_candidate(repo, base, test_patch, [], ["src/lib.rs"], tmp_path)
     assert said["test_patch_won"] == ["src/lib.rs"] and "changed()" not in (repo / "src/lib.rs").read_text()
+
+
+def test_a_pass_a_test_prints_after_its_real_failure_does_not_make_it_pass(tmp_path):
+    """Code under test can write a line of go test -json's format to the container's console after the
+    runner wrote the test's failure: two results for one test, the worst counts (never the last); a
+    libtest binary's test reported twice is two testcases of one id, graded by the worst."""
+    forged = _events({"Action": "fail", "Package": "example.com/m", "Test": "TestNew"},
+                     {"Action": "pass", "Package": "example.com/m", "Test": "TestNew"},
+                     {"Action": "pass", "Package": "example.com/m", "Test": "TestOld"})  # fmt: skip
+    grading, _, _ = grade_run(_go(tmp_path / "c.log", forged), _instance(), "strict")
+    assert {r.test_id: r.outcome for r in grading.results}["example.com/m TestNew"] == "failed"
+    (tmp_path / "r.log").write_text("     Running tests/t.rs (target/debug/deps/t-0123456789abcdef)\n" + _events(
+        {"type": "test", "name": "new", "event": "failed"}, {"type": "test", "name": "new", "event": "ok"}))
+    run = read_report([tmp_path / "r.log"], "libtest", "libtest-json", "/testbed")
+    grading, _, _ = grade_run(run, _instance(FAIL_TO_PASS=["t new"], PASS_TO_PASS=[], language="rust"), "strict")
+    assert grading.fail_to_pass.verdict == "violated"
