@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any, Final
@@ -84,7 +85,8 @@ def _lines(path: Path) -> tuple[list[str], str]:
 def _case(runner: str, suite: str, name: str, outcome: str, message: str, duration: float, source: str,
           file: str | None = None, full: str | None = None) -> JUnitCase:  # fmt: skip
     ident = f"{file}->{full}" if runner == JEST and file else test_id(runner, suite, suite, name, file)
-    return JUnitCase(runner, suite, suite, name, file, full or name, ident, outcome, _clip(message), max(duration, 0.0),
+    seconds = duration if math.isfinite(duration) and duration > 0 else 0.0  # NaN never reaches a record
+    return JUnitCase(runner, suite, suite, name, file, full or name, ident, outcome, _clip(message), seconds,
                      (), source, 0)  # fmt: skip
 
 
@@ -166,17 +168,21 @@ def read_jest_json(path: Path, root: str) -> JUnitRun:
             continue
         name = str(result.get("name") or result.get("testFilePath") or "")
         file = name.removeprefix(prefix)
-        assertions = [a for a in result.get("assertionResults") or [] if isinstance(a, dict)]
+        listed = result.get("assertionResults")
+        assertions = [a for a in listed if isinstance(a, dict)] if isinstance(listed, list) else []
         if result.get("status") == "failed" and not assertions or result.get("testExecError"):
             run.events.append(SuiteEvent(JEST, file, "the test file failed to run (it did not load, or a hook outside "
                                          "its tests failed)", oc.ERROR, _clip(str(result.get("message") or "")),
                                          str(path), 0))  # fmt: skip
         for item in assertions:
-            full = str(item.get("fullName") or " ".join([*map(str, item.get("ancestorTitles") or []), str(item.get("title"))]))
+            found = item.get("ancestorTitles")
+            titles: list[Any] = found if isinstance(found, list) else []
+            full = str(item.get("fullName") or " ".join([*map(str, titles), str(item.get("title"))]))
             outcome = statuses.get(str(item.get("status")), oc.FAILED)
             duration = item.get("duration")
             seconds = float(duration) / 1000 if isinstance(duration, (int, float)) else 0.0
-            message = "\n".join(map(str, item.get("failureMessages") or []))
+            failures = item.get("failureMessages")
+            message = "\n".join(map(str, failures)) if isinstance(failures, list) else str(failures or "")
             run.cases.append(_case(JEST, file, full, outcome, message, seconds, str(path), file=file, full=full))
     return run
 

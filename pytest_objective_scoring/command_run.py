@@ -35,6 +35,7 @@ __all__ = ["collect_report", "run_in_image"]
 
 OUTPUT_TAIL: Final = 4000
 MAX_REPORT_FILES: Final = 10_000
+REPORT_BUDGET: Final = 512 << 20  # bytes of report files read in all (each file: MAX_REPORT)
 
 
 def collect_report(spec: CommandSpec, run_copy: Path, log: Path, dest: Path) -> tuple[list[Path], list[str]]:
@@ -48,6 +49,7 @@ def collect_report(spec: CommandSpec, run_copy: Path, log: Path, dest: Path) -> 
     found: list[Path] = []
     notes: list[str] = []
     root = os.path.realpath(run_copy)
+    budget = REPORT_BUDGET
     for pattern in spec.report_paths:
         for match in sorted(glob.glob(pattern, root_dir=run_copy, recursive=True)):
             path = run_copy / match
@@ -63,16 +65,33 @@ def collect_report(spec: CommandSpec, run_copy: Path, log: Path, dest: Path) -> 
             if not os.path.realpath(path).startswith(root + os.sep):
                 notes.append(f"{match}: outside the repository: not read")
                 continue
-            if len(found) >= MAX_REPORT_FILES:
-                notes.append(f"more than {MAX_REPORT_FILES} report files: the rest were not read")
+            if len(found) >= MAX_REPORT_FILES or budget <= 0:
+                notes.append(f"more than {MAX_REPORT_FILES} report files or {REPORT_BUDGET} bytes: the rest were not read")
                 break
-            target = dest / f"{len(found):05d}-{Path(match).name}"
+            target = dest / f"{len(found):05d}{Path(match).suffix[:16]}"  # by index: a long name is no failure
             with open(path, "rb") as source, open(target, "wb") as out:
-                out.write(source.read(MAX_REPORT))
+                out.write(source.read(min(MAX_REPORT, budget)))
+            budget -= min(info.st_size, MAX_REPORT)
             if info.st_size > MAX_REPORT:
                 notes.append(f"{match}: larger than {MAX_REPORT} bytes: cut")
             found.append(target)
     return found, notes
+
+
+def clear_report(spec: CommandSpec, run_copy: Path) -> list[str]:
+    """Remove what the report paths match in the run's copy before the run, so that only what the run
+    writes is read (a report file the candidate planted is never graded: a runner stopped before it
+    writes its report leaves none). Returns what was removed."""
+    if spec.from_console:
+        return []
+    removed = []
+    for pattern in spec.report_paths:
+        for match in glob.glob(pattern, root_dir=run_copy, recursive=True):
+            path = run_copy / match
+            if os.path.lexists(path) and not os.path.isdir(path) or os.path.islink(path):
+                os.unlink(path)
+                removed.append(match)
+    return removed
 
 
 def run_in_image(
@@ -91,6 +110,7 @@ def run_in_image(
     shutil.copytree(copy, run_copy, symlinks=True)
     tools = place / "tools"
     tools.mkdir()
+    planted = clear_report(spec, run_copy)
     argv = ["/bin/sh", "-c", spec.test_command]
     box = f"objective-run-{label}-{os.getpid()}-{place.parent.parent.name[-8:]}"
     launch = container.run_command(engine, image, argv, name=box, copy=run_copy, repo_dir=repo_dir, tools=tools,
@@ -117,14 +137,17 @@ def run_in_image(
     if not gone:  # a process of the run may still write: nothing it left is read
         run.report_problem = "the run's container could not be removed: its report is not read while it may still write"
         return run
-    files, notes = collect_report(spec, run_copy, log, place / "report")
     run.writes = protect.snapshot_changes(before, protect.snapshot(run_copy, guarded, spec.language))
     try:
+        files, notes = collect_report(spec, run_copy, log, place / "report")
         run.report = read_report(files, spec.reader, spec.report_format, repo_dir)
         run.report.notes += notes
+        if planted:
+            run.report.notes.append(f"removed before the run, so that only the run's own report is read: "
+                                    f"{', '.join(planted[:5])}")  # fmt: skip
     except ReportMissing as exc:
         run.report_problem = str(exc)
-    except (JUnitError, OSError, ValueError) as exc:
-        run.report_problem = f"the report cannot be read as {spec.report_format}: {exc}"
+    except (JUnitError, OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        run.report_problem = f"the report cannot be read as {spec.report_format}: {type(exc).__name__}: {exc}"
     fresh(run_copy)
     return run

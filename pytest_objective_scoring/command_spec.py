@@ -139,15 +139,21 @@ _JS: Final = r"(js|jsx|mjs|cjs|ts|tsx|mts|cts)"
 _ROLES: Final[Mapping[str, tuple[tuple[re.Pattern[str], str], ...]]] = {
     "java": (
         (re.compile(r"(^|/)src/test/"), "test sources and resources (Maven's src/test/)"),
-        (re.compile(r"(^|/)[^/]*(Test|Tests|TestCase|IT)\.(java|kt|groovy)$"), "a test class (Surefire's and Failsafe's includes)"),
-        (re.compile(r"(^|/)Test[^/]*\.(java|kt|groovy)$"), "a test class (Surefire's includes)"),
+        (re.compile(r"(^|/)test/.*/[^/]*(Test|Tests|TestCase|IT)\.(java|kt|groovy)$|(^|/)test/(.*/)?Test[^/]*\.(java|kt|groovy)$"),
+         "a test class (Surefire's and Failsafe's includes, in a test source folder)"),
+        (re.compile(r"(^|/)(org/junit|junit/framework|org/hamcrest|org/opentest4j|org/assertj|org/mockito|org/testng)/"),
+         "a class in a test framework's package: on the classpath before the framework's own, it would replace it"),
+        (re.compile(r"(^|/)META-INF/services/(javax\.annotation\.processing\.Processor|org\.testng\.)"),
+         "an annotation processor or test framework extension: it runs while the tests are compiled or run"),
         (re.compile(r"(^|/)pom\.xml$"), "the Maven build: Surefire's settings, test dependencies, skipped tests"),
         (re.compile(r"(^|/)(build|settings)\.gradle(\.kts)?$|(^|/)gradle\.properties$"), "the Gradle build and its test task"),
         (re.compile(r"(^|/)\.mvn/|(^|/)(mvnw|gradlew)(\.cmd)?$|(^|/)gradle/wrapper/"), "the build tool's configuration or wrapper"),
         (re.compile(r"(^|/)junit-platform\.properties$|(^|/)META-INF/services/org\.junit\."), "JUnit's configuration or extensions"),
     ),
     "javascript": (
-        (re.compile(r"(^|/)__tests__/|(^|/)__mocks__/"), "jest's test and mock folders"),
+        (re.compile(r"(^|/)__tests__/|(^|/)__mocks__/|(^|/)__snapshots__/|\.snap$"), "jest's test, mock and snapshot folders"),
+        (re.compile(rf"(^|/)(setupTests|setup-tests|test-setup|jest[.-]setup|jest[.-]global-?(setup|teardown))\.{_JS}$"),
+         "a test setup file (jest's setupFiles, globalSetup)"),
         (re.compile(rf"\.(test|spec)\.{_JS}$"), "a test file (jest's testMatch)"),
         (re.compile(r"(^|/)(test|tests)/"), "below a test folder"),
         (re.compile(rf"(^|/)(jest|vitest|vite|karma|babel)\.(config|setup)[^/]*\.({_JS[1:-1]}|json)$|(^|/)\.babelrc[^/]*$|(^|/)\.mocharc[^/]*$"),
@@ -167,15 +173,16 @@ _ROLES: Final[Mapping[str, tuple[tuple[re.Pattern[str], str], ...]]] = {
     "rust": (
         (re.compile(r"(^|/)(tests|benches)/"), "integration tests or benchmarks (Cargo's tests/ and benches/)"),
         (re.compile(r"(^|/)Cargo\.(toml|lock)$"), "the crate's manifest: test targets, features, dependencies"),
-        (re.compile(r"(^|/)\.cargo/|(^|/)\.config/nextest\.toml$|(^|/)rust-toolchain(\.toml)?$"),
+        (re.compile(r"(^|/)\.cargo(/|$)|(^|/)\.config/nextest\.toml$|(^|/)rust-toolchain(\.toml)?$"),
          "Cargo's, nextest's or the toolchain's configuration"),
-        (re.compile(r"(^|/)build\.rs$"), "a build script: it runs before the tests and decides what is compiled"),
+        (re.compile(r"^(?!(.*/)?src/)(.*/)?build\.rs$"), "a build script: it runs before the tests and decides what is compiled"),
+        (re.compile(r"(^|/)snapshots/[^/]*\.snap(\.new)?$"), "a snapshot the tests compare against (insta)"),
         (re.compile(r"(^|/)vendor/"), "vendored dependencies"),
     ),
 }
 ROLES: Final = {**_ROLES, "typescript": _ROLES["javascript"]}
 TEST_FILES: Final[Mapping[str, re.Pattern[str]]] = {  # what is a test file by name: the rest of a test patch is mixed
-    "java": re.compile(r"(^|/)src/test/|(Test|Tests|TestCase|IT)\.(java|kt|groovy)$|(^|/)Test[^/]*\.(java|kt|groovy)$"),
+    "java": re.compile(r"(^|/)src/test/|(^|/)test/.*(Test|Tests|TestCase|IT)\.(java|kt|groovy)$"),
     "javascript": re.compile(rf"(^|/)(__tests__|__mocks__|test|tests)/|\.(test|spec)\.{_JS}$"),
     "typescript": re.compile(rf"(^|/)(__tests__|__mocks__|test|tests)/|\.(test|spec)\.{_JS}$"),
     "go": re.compile(r"_test\.go$|(^|/)testdata/"),

@@ -70,6 +70,7 @@ from .workspace import (
     WORKSPACE_PREFIX,
     BadInput,
     InfraFailure,
+    TestPatchBlocked,
     Workspace,
     apply_candidate,
     apply_test_patch,
@@ -199,7 +200,10 @@ def _pipeline(task: Task, workspace: Path, journal: Journal, record: Record) -> 
     if task.spec is not None and not applied.build[0]:  # another language: no test runs on a copy that does not build
         runs.control_build(str(applied.build[1]))  # InfraFailure when the gold patch does not build either
         return record.unbuilt(str(applied.build[1]))
-    test_files = apply.test_patch()
+    try:
+        test_files = apply.test_patch()
+    except TestPatchBlocked as exc:  # the candidate put something where the test patch writes
+        return record.tampered(copy, str(exc))
 
     # 3. run the tests in the sandbox, and 4. score the run; a run without a verdict, or with
     #    signals of reaching its judge, is compared with the control run
@@ -515,6 +519,19 @@ class Run:
         self.journal.runs.append(RunRecord(command=command, label="build", cpu=cpu))
         return code, timed_out, log
 
+    def gold(self) -> str | None:
+        """The gold patch as the control applies it: for another language's instance, filtered as a
+        candidate is (its changes to the judge's files dropped), so that a task whose fix needs such a
+        change (a dependency added to the manifest) fails its control too: an infrastructure failure,
+        never a candidate graded not resolved for what protection took from it."""
+        gold = self.task.instance.patch
+        if self.task.spec is None or not gold or not gold.strip():
+            return gold
+        try:
+            return protect.filter_candidate(gold, self.task.guarded, language=self.task.language).patch
+        except protect.PatchParseError:
+            return gold
+
     def control_build(self, why: str) -> None:
         """The candidate did not build: the gold patch (or the base) built the same way in a fresh copy
         says whose that is. When it does not build either, the environment cannot build the task: an
@@ -523,7 +540,7 @@ class Run:
         copy = self.workspace / "control-build" / "repo"
         copy.parent.mkdir()
         baseline = self.prepare.copy(copy).baseline
-        gold = task.instance.patch
+        gold = self.gold()
         if gold and gold.strip():
             gold_file = self.workspace / "gold-build.diff"
             gold_file.write_bytes(gold.encode("utf-8", "surrogateescape"))
@@ -549,7 +566,7 @@ class Run:
         copy.parent.mkdir()
         baseline = self.prepare.copy(copy).baseline
         kind = "base"
-        gold = task.instance.patch
+        gold = self.gold()
         if gold and gold.strip():
             gold_file = self.workspace / "gold.diff"
             gold_file.write_bytes(gold.encode("utf-8", "surrogateescape"))

@@ -324,4 +324,6 @@ def listed_files(command: RunnerCommand, listed: Iterable[str]) -> list[str]:
         return list(dict.fromkeys(t.split("::", 1)[0] for t in listed))
     if command.runner == SYMPY:
         return id_targets(command, listed)[0]
+    if command.runner == COMMAND:  # jest's ids name their file (path/x.test.js->title): it holds a listed test
+        return list(dict.fromkeys(t.split("->", 1)[0] for t in listed if "->" in t and "/" in t.split("->", 1)[0]))
     return []

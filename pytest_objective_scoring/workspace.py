@@ -427,7 +427,7 @@ def revert_protected(
     # to the tests themselves) and files written through a symlink show up here too
     for path in [*changed_files(copy, baseline), *byte_code(copy)]:
         target = copy / path
-        if target.is_symlink() and not _inside(target.resolve(), copy, guarded):
+        if target.is_symlink() and not _inside(target.resolve(), copy, guarded, language):
             reasons.setdefault(path, "a symlink to a protected file or out of the repository")
         reason = protect.protected_reason(path, guarded, language=language) or (
             None if language is not None else protect.shadowing_reason(path, existed, guarded, roots))
@@ -458,13 +458,13 @@ def byte_code(copy: Path) -> list[str]:
     return found
 
 
-def _inside(target: Path, copy: Path, guarded: Sequence[str]) -> bool:
+def _inside(target: Path, copy: Path, guarded: Sequence[str], language: str | None = None) -> bool:
     """A symlink target that stays in the copy and points at nothing protected."""
     root = copy.resolve()
     if not target.is_relative_to(root):
         return False
     rel = target.relative_to(root).as_posix()
-    return protect.protected_reason(rel, guarded) is None and not any(
+    return protect.protected_reason(rel, guarded, language=language) is None and not any(
         part in ("tests",) for part in rel.split("/")
     )
 
@@ -497,16 +497,31 @@ def changed_files(copy: Path, baseline: str) -> list[str]:
     return sorted({p for p in (*tracked, *untracked) if p})
 
 
+class TestPatchBlocked(Exception):
+    """The test patch applies to the base but not over the candidate's tree: the candidate put something
+    where the test patch writes (a file named like the folder it creates, a link in its place)."""
+
+    __test__ = False  # not a test class, when a test module imports it
+
+
+def _test_patch_failed(copy: Path, baseline: str, test_patch: str, result: subprocess.CompletedProcess[str]) -> Exception:
+    """Why the test patch did not apply: the candidate's doing when it applies to the base
+    (:class:`TestPatchBlocked`), else the task's (an infrastructure failure)."""
+    said = (result.stderr or result.stdout).strip()[-800:]
+    if patch_applies(copy, baseline, test_patch):
+        return TestPatchBlocked(f"the test patch applies to the base but not over the candidate's changes: {said}")
+    return InfraFailure("setup", f"the test patch does not apply to the base: {said}")
+
+
 def apply_test_patch(copy: Path, baseline: str, test_patch: str, files: Sequence[str], workspace: Path) -> None:
-    """Reset the test patch's files to the base, then apply it strictly."""
+    """Reset the test patch's files to the base, then apply it strictly; :class:`TestPatchBlocked` when
+    the candidate's tree keeps it from applying although it applies to the base."""
     restore_files(copy, baseline, files)
     patch_file = workspace / "test.diff"
     patch_file.write_bytes(test_patch.encode("utf-8", "surrogateescape"))
     result = git(copy, "apply", "--verbose", "--whitespace=nowarn", str(patch_file), check=False)
     if result.returncode != 0:
-        raise InfraFailure(
-            "setup", f"the test patch does not apply to the base: {(result.stderr or result.stdout).strip()[-800:]}"
-        )
+        raise _test_patch_failed(copy, baseline, test_patch, result)
 
 
 def over_candidate(copy: Path, baseline: str, test_patch: str, judged: Sequence[str], files: Sequence[str],
@@ -524,10 +539,13 @@ def over_candidate(copy: Path, baseline: str, test_patch: str, judged: Sequence[
     patch_file.write_bytes(test_patch.encode("utf-8", "surrogateescape"))
     if git(copy, "apply", "--whitespace=nowarn", str(patch_file), check=False).returncode == 0:
         return {"mixed_files": mixed, "over_the_candidate": mixed}
+    if mixed and git(copy, "apply", "-C1", "--whitespace=nowarn", str(patch_file), check=False).returncode == 0:
+        # the candidate's change sits in the test patch's context lines: applied with one line of context
+        return {"mixed_files": mixed, "over_the_candidate": mixed, "context_lines": 1}
     restore_files(copy, baseline, mixed)
     result = git(copy, "apply", "--verbose", "--whitespace=nowarn", str(patch_file), check=False)
     if result.returncode != 0:
-        raise InfraFailure("setup", f"the test patch does not apply to the base: {(result.stderr or result.stdout).strip()[-800:]}")
+        raise _test_patch_failed(copy, baseline, test_patch, result)
     return {"mixed_files": mixed, "test_patch_won": mixed}
 
 

@@ -193,7 +193,12 @@ def test_no_report_is_no_verdict_and_a_clean_report_beside_a_failed_exit_is_a_si
     ("java", "core/src/test/java/com/x/FooTest.java", True),
     ("java", "src/main/java/com/x/Foo.java", False),
     ("java", "pom.xml", True), ("java", "sub/pom.xml", True), ("java", ".mvn/jvm.config", True),
-    ("java", "src/main/java/com/x/LatestTest.java", True),
+    ("java", "src/main/java/com/x/LatestTest.java", False), ("java", "module/test/java/com/x/FooIT.java", True),
+    ("java", "src/main/java/org/junit/Assert.java", True), ("java", "src/main/resources/META-INF/services/"
+                                                                   "javax.annotation.processing.Processor", True),
+    ("javascript", "src/__snapshots__/a.test.js.snap", True), ("javascript", "src/setupTests.js", True),
+    ("rust", "src/build.rs", False), ("rust", "crates/core/build.rs", True), ("rust", ".cargo/config", True),
+    ("rust", "tests/snapshots/a.snap", True),
     ("javascript", "src/__tests__/a.js", True), ("javascript", "src/util.spec.ts", True),
     ("javascript", "jest.config.js", True), ("javascript", "package.json", True), ("javascript", "src/index.js", False),
     ("javascript", "node_modules/jest/bin/jest.js", True), ("typescript", "tsconfig.build.json", True),
@@ -266,3 +271,92 @@ def test_a_pass_a_test_prints_after_its_real_failure_does_not_make_it_pass(tmp_p
     run = read_report([tmp_path / "r.log"], "libtest", "libtest-json", "/testbed")
     grading, _, _ = grade_run(run, _instance(FAIL_TO_PASS=["t new"], PASS_TO_PASS=[], language="rust"), "strict")
     assert grading.fail_to_pass.verdict == "violated"
+
+
+# ---------------------------------------------------------------- red team of issue 30 (/tmp/rt30)
+
+
+def test_a_report_the_candidate_planted_is_removed_before_the_run(tmp_path):
+    """A candidate adds report.json and stops the runner before it writes its own: the planted file is
+    gone before the run starts, so the run leaves no report (no verdict), never the planted one."""
+    from pytest_objective_scoring.command_run import clear_report, collect_report
+
+    spec = command_spec({**GO_FIELDS, "language": "javascript", "report": {"format": "jest-json", "path": "out/*.json"}},
+                        "task.json")  # fmt: skip
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "report.json").write_text('{"testResults": []}')
+    (tmp_path / "out" / "linked.json").symlink_to("/etc/hostname")
+    assert sorted(clear_report(spec, tmp_path)) == ["out/linked.json", "out/report.json"]
+    files, _ = collect_report(spec, tmp_path, tmp_path / "console.log", tmp_path / "copied")
+    assert files == []
+
+
+def test_a_report_file_with_a_long_name_is_copied_by_its_index_and_reading_stops_at_the_budget(tmp_path, monkeypatch):
+    from pytest_objective_scoring import command_run
+
+    spec = command_spec({**GO_FIELDS, "report": {"format": "junit-go", "path": "r/*.xml"}}, "task.json")
+    (tmp_path / "r").mkdir()
+    for index in range(3):
+        (tmp_path / "r" / (f"{index}" + "x" * 240 + ".xml")).write_bytes(b"<testsuites/>" + b" " * 100)
+    monkeypatch.setattr(command_run, "REPORT_BUDGET", 150)
+    files, notes = command_run.collect_report(spec, tmp_path, tmp_path / "c.log", tmp_path / "copied")
+    assert [f.name for f in files] == ["00000.xml", "00001.xml"] and "the rest were not read" in notes[-1]
+
+
+def test_a_jest_report_with_fields_of_the_wrong_type_is_read_not_a_crash(tmp_path):
+    report = {"testResults": [{"name": "/testbed/a.test.js", "assertionResults": 3},
+                              {"name": "/testbed/b.test.js", "assertionResults": [
+                                  {"title": "t", "ancestorTitles": 5, "failureMessages": 7, "status": "failed",
+                                   "duration": float("nan")}]}]}  # fmt: skip
+    (tmp_path / "r.json").write_text(json.dumps(report))
+    run = read_report([tmp_path / "r.json"], "jest", "jest-json", "/testbed")
+    assert [(c.test_id, c.outcome, c.duration) for c in run.cases] == [("b.test.js->t", "failed", 0.0)]
+
+
+def test_a_nan_duration_never_reaches_a_record(tmp_path):
+    (tmp_path / "c.log").write_text("     Running unittests src/lib.rs (target/debug/deps/w-0123456789abcdef)\n"
+                                    '{"type": "test", "name": "t", "event": "ok", "exec_time": NaN}\n')  # fmt: skip
+    run = read_report([tmp_path / "c.log"], "libtest", "libtest-json", "/testbed")
+    assert [c.duration for c in run.cases] == [0.0]
+
+
+def test_a_candidate_that_blocks_where_the_test_patch_writes_is_tampering_not_an_infrastructure_failure(tmp_path):
+    from pytest_objective_scoring.workspace import TestPatchBlocked, apply_test_patch, over_candidate
+
+    repo, base = _repo(tmp_path, {"pkg/a.go": "package pkg\n"})
+    test_patch = ("diff --git a/pkg/testdata/in.txt b/pkg/testdata/in.txt\nnew file mode 100644\n--- /dev/null\n"
+                  "+++ b/pkg/testdata/in.txt\n@@ -0,0 +1 @@\n+data\n")  # fmt: skip
+    (repo / "pkg" / "testdata").write_text("a file where the test patch makes a folder\n")
+    with pytest.raises(TestPatchBlocked, match="applies to the base but not over the candidate"):
+        over_candidate(repo, base, test_patch, ["pkg/testdata/in.txt"], ["pkg/testdata/in.txt"], tmp_path)
+    with pytest.raises(TestPatchBlocked):
+        apply_test_patch(repo, base, test_patch, ["pkg/testdata/in.txt"], tmp_path)
+
+
+def test_a_fix_in_the_test_patchs_context_lines_of_a_mixed_file_is_kept(tmp_path):
+    from pytest_objective_scoring.workspace import over_candidate
+
+    lib = "fn a() {}\n\nfn b() {}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn old() {}\n}\n"
+    repo, base = _repo(tmp_path, {"src/lib.rs": lib})
+    test_patch = ("diff --git a/src/lib.rs b/src/lib.rs\n--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -6,4 +6,6 @@ fn b() {}\n"
+                  " mod tests {\n     #[test]\n     fn old() {}\n+    #[test]\n+    fn new() {}\n }\n")  # fmt: skip
+    (repo / "src/lib.rs").write_text(lib.replace("mod tests {", "mod tests { // the fix touched this line"))
+    said = over_candidate(repo, base, test_patch, [], ["src/lib.rs"], tmp_path)
+    text = (repo / "src/lib.rs").read_text()
+    assert said.get("context_lines") == 1 and "the fix touched" in text and "fn new() {}" in text
+
+
+def test_the_control_applies_the_gold_patch_filtered_as_a_candidate_is():
+    """A gold patch that needs a change to the judge's files (a dependency in go.mod) loses it as a
+    candidate would: the control fails the same way, an infrastructure failure, never a candidate graded
+    not resolved for what protection took from it (red team 9)."""
+    from types import SimpleNamespace
+
+    from pytest_objective_scoring.runner import Run
+
+    gold = "".join(f"diff --git a/{p} b/{p}\n--- a/{p}\n+++ b/{p}\n@@ -1 +1 @@\n-a\n+b\n" for p in ("go.mod", "a.go"))
+    task = SimpleNamespace(instance=SimpleNamespace(patch=gold), spec=command_spec(GO_FIELDS, "t.json"), guarded=[],
+                           language="go")  # fmt: skip
+    run = Run.__new__(Run)
+    run.task = task  # type: ignore[assignment]
+    assert "go.mod" not in run.gold() and "a.go" in run.gold()
