@@ -194,8 +194,8 @@ def test_no_report_is_no_verdict_and_a_clean_report_beside_a_failed_exit_is_a_si
     ("java", "src/main/java/com/x/Foo.java", False),
     ("java", "pom.xml", True), ("java", "sub/pom.xml", True), ("java", ".mvn/jvm.config", True),
     ("java", "src/main/java/com/x/LatestTest.java", False), ("java", "module/test/java/com/x/FooIT.java", True),
-    ("java", "src/main/java/org/junit/Assert.java", True), ("java", "src/main/resources/META-INF/services/"
-                                                                   "javax.annotation.processing.Processor", True),
+    ("java", "src/main/java/org/junit/Assert.java", True),
+    ("java", "src/main/resources/META-INF/services/javax.annotation.processing.Processor", True),
     ("javascript", "src/__snapshots__/a.test.js.snap", True), ("javascript", "src/setupTests.js", True),
     ("rust", "src/build.rs", False), ("rust", "crates/core/build.rs", True), ("rust", ".cargo/config", True),
     ("rust", "tests/snapshots/a.snap", True),
@@ -321,7 +321,11 @@ def test_a_nan_duration_never_reaches_a_record(tmp_path):
 
 
 def test_a_candidate_that_blocks_where_the_test_patch_writes_is_tampering_not_an_infrastructure_failure(tmp_path):
-    from pytest_objective_scoring.workspace import TestPatchBlocked, apply_test_patch, over_candidate
+    from pytest_objective_scoring.workspace import (
+        TestPatchBlocked,
+        apply_test_patch,
+        over_candidate,
+    )
 
     repo, base = _repo(tmp_path, {"pkg/a.go": "package pkg\n"})
     test_patch = ("diff --git a/pkg/testdata/in.txt b/pkg/testdata/in.txt\nnew file mode 100644\n--- /dev/null\n"
