@@ -61,6 +61,7 @@ _GO_BUILD: Final = re.compile(r"^FAIL\s+(\S+)\s+\[(build|setup) failed\]\s*$")
 _CARGO_RUNNING: Final = re.compile(r"^\s*Running (?:(unittests) )?(\S+) \((?:[^)]*/)?([^/)]+?)(?:-[0-9a-f]{6,})?(?:\.exe)?\)\s*$")
 _CARGO_FAILED: Final = re.compile(r"^error(\[E\d+\])?: |could not compile `([^`]+)`")
 _CARGO_PACKAGE: Final = re.compile(r"^\s*Compiling (\S+) v")
+INCONSISTENT: Final = "the console is not the events of one cargo test run:"
 WORST: Final = {"pass": 0, "skip": 1, "fail": 2}  # a test reported twice: the worst of its results counts
 
 
@@ -193,12 +194,15 @@ def read_libtest_json(path: Path) -> JUnitRun:
     run = JUnitRun(NEXTEST, str(path), [(str(path), digest)], detected=NEXTEST)
     binary, package = "", ""
     failed_build = []
+    in_suite, seen, counted, odd = False, set(), 0, []
     for line in lines:
         compiling = _CARGO_PACKAGE.match(line)
         if compiling is not None:
             package = compiling.group(1).replace("-", "_")
         running = _CARGO_RUNNING.match(line)
         if running is not None:  # the binary the events that follow come from, named as nextest names it
+            if in_suite:
+                odd.append(f"a binary's 'Running' line inside another binary's results ({line.strip()[:120]})")
             unit, source, stem = running.groups()
             if unit and source.endswith("lib.rs"):
                 package = package or stem
@@ -217,14 +221,33 @@ def read_libtest_json(path: Path) -> JUnitRun:
             event = json.loads(line)
         except ValueError:
             continue
+        if isinstance(event, dict) and event.get("type") == "suite":  # one binary's results begin or end
+            started = event.get("event") == "started"
+            if started == in_suite:
+                odd.append(f"a suite {'started inside another' if started else 'ended that never started'}")
+            elif not started and isinstance(event.get("passed"), int) and isinstance(event.get("failed"), int) \
+                    and event["passed"] + event["failed"] + int(event.get("ignored") or 0) != counted:  # fmt: skip
+                odd.append(f"a suite ended with {event['passed']} passed and {event['failed']} failed, but "
+                           f"{counted} test results came between its start and its end")  # fmt: skip
+            in_suite, counted = started, 0
+            if started:
+                if binary in seen:
+                    odd.append(f"binary {binary or '(unnamed)'} ran twice")
+                seen.add(binary)
+            continue
         if not isinstance(event, dict) or event.get("type") != "test" or not isinstance(event.get("name"), str):
             continue
         outcome = {"ok": oc.PASSED, "failed": oc.FAILED, "ignored": oc.SKIPPED, "timeout": oc.FAILED}.get(str(event.get("event")))
         if outcome is None:
             continue
         seconds = event.get("exec_time")
+        counted += 1
+        if not in_suite:
+            odd.append(f"a result outside any binary's suite ({event['name'][:80]})")
         run.cases.append(_case(NEXTEST, binary, event["name"], outcome, str(event.get("stdout") or ""),
                                float(seconds) if isinstance(seconds, (int, float)) else 0.0, str(path)))  # fmt: skip
+    if odd:  # lines that no single cargo test run writes: code under test writing to the console
+        run.notes.append(f"{INCONSISTENT} " + "; ".join(dict.fromkeys(odd[:5])))
     if failed_build and not run.cases:
         run.events.append(SuiteEvent(NEXTEST, "", "the crate or its tests did not compile", oc.ERROR,
                                      _clip("; ".join(failed_build[:3])), str(path), 0))  # fmt: skip
@@ -286,6 +309,8 @@ def signals(run: Any) -> list[dict[str, str]]:
     writing the report, or the lines the runner reads its results from)."""
     found = [{"kind": "protected_file_modified", "detail": change} for change in run.writes]
     report = run.report
+    inconsistent = [n for n in (report.notes if report is not None else []) if n.startswith(INCONSISTENT)]
+    found += [{"kind": "report_inconsistent", "detail": n[len(INCONSISTENT):].strip()[:300]} for n in inconsistent]
     if report is not None and run.exit_code not in (0, None) and not report.errors \
             and not any(c.outcome in (oc.FAILED, oc.ERROR) for c in report.cases):  # fmt: skip
         found.append({"kind": "report_disagrees_with_exit_status",

@@ -364,3 +364,29 @@ def test_the_control_applies_the_gold_patch_filtered_as_a_candidate_is():
     run = Run.__new__(Run)
     run.task = task  # type: ignore[assignment]
     assert "go.mod" not in run.gold() and "a.go" in run.gold()
+
+
+def test_a_running_line_written_by_code_under_test_is_a_signal(tmp_path):
+    """Red team 4: code under test writes forged ``ok`` events and a ``Running`` line, so that the
+    binary's real failures are credited to another binary: no single cargo run writes that console."""
+    def suite(*tests: dict[str, Any], passed: int, failed: int) -> str:
+        return _events({"type": "suite", "event": "started", "test_count": len(tests)}, *tests,
+                       {"type": "suite", "event": "failed" if failed else "ok", "passed": passed, "failed": failed,
+                        "ignored": 0})  # fmt: skip
+
+    honest = ("     Running tests/count.rs (target/debug/deps/count-0123456789abcdef)\n"
+              + suite({"type": "test", "name": "new", "event": "failed"}, passed=0, failed=1))  # fmt: skip
+    (tmp_path / "honest.log").write_text(honest)
+    record = RunRecord(command=[], runner="command", exit_code=101, session={"exitstatus": 101})
+    record.report = read_report([tmp_path / "honest.log"], "libtest", "libtest-json", "/testbed")
+    assert signals(record) == []
+    forged = ("     Running tests/count.rs (target/debug/deps/count-0123456789abcdef)\n"
+              + _events({"type": "suite", "event": "started", "test_count": 1}, {"type": "test", "name": "new", "event": "ok"})
+              + "     Running tests/zz.rs (target/debug/deps/zz-0123456789abcdef)\n"
+              + _events({"type": "test", "name": "new", "event": "failed"},
+                        {"type": "suite", "event": "failed", "passed": 0, "failed": 1, "ignored": 0}))  # fmt: skip
+    (tmp_path / "forged.log").write_text(forged)
+    record.report = read_report([tmp_path / "forged.log"], "libtest", "libtest-json", "/testbed")
+    kinds = [s["kind"] for s in signals(record)]
+    assert kinds == ["report_inconsistent"], kinds
+    assert "inside another binary's results" in signals(record)[0]["detail"]
