@@ -111,7 +111,10 @@ def run_in_image(
     tools = place / "tools"
     tools.mkdir()
     planted = clear_report(spec, run_copy)
-    argv = ["/bin/sh", "-c", spec.test_command]
+    # a console report: standard error joins standard output inside the container, so that what the runner
+    # writes to each (Cargo's "Running" lines to one, libtest's events to the other) keeps its order;
+    # the engine carries two streams apart and their interleaving on this side is not the order written
+    argv = ["/bin/sh", "-c", ("exec 2>&1\n" if spec.from_console else "") + spec.test_command]
     box = f"objective-run-{label}-{os.getpid()}-{place.parent.parent.name[-8:]}"
     launch = container.run_command(engine, image, argv, name=box, copy=run_copy, repo_dir=repo_dir, tools=tools,
                                    environ={}, network=network, record=None, preserve_fd=False)  # fmt: skip
