@@ -556,10 +556,7 @@ def _pinned_role(ledger: Any, pinned: Any) -> str | None:
     """The role (regression, development, holdout_live) of the task set version a preregistration
     pinned, read from the set's own entries in the ledger (a role is fixed when a version is created),
     or None when the ledger holds no such version with the pinned tasks."""
-    import hashlib
-
-    from .ledger import canonical
-    from .sets import SetError, resolve_set
+    from .sets import SetError, resolve_set, tasks_digest
 
     if not isinstance(pinned, dict) or not isinstance(pinned.get("set_id"), str):
         return None
@@ -567,8 +564,7 @@ def _pinned_role(ledger: Any, pinned: Any) -> str | None:
         state = resolve_set(ledger, pinned["set_id"])
     except (SetError, KeyError, ValueError):
         return None
-    tasks = "sha256:" + hashlib.sha256(canonical(sorted(state.record.task_ids)).encode()).hexdigest()
-    return str(state.record.role) if tasks == pinned.get("tasks_digest") else None
+    return str(state.record.role) if tasks_digest(state.record.task_ids) == pinned.get("tasks_digest") else None
 
 
 def _first(ledger: Any, kind: str, name: str) -> dict[str, Any] | None:

@@ -532,19 +532,26 @@ class Run:
         except protect.PatchParseError:
             return gold
 
+    def gold_copy(self, name: str) -> tuple[Path, str, str]:
+        """A fresh copy of the user's repository in the workspace's folder ``name`` with the gold patch
+        (:meth:`gold`) applied: ``(copy, baseline, kind)``, kind saying gold or base."""
+        copy = self.workspace / name / "repo"
+        copy.parent.mkdir()
+        baseline = self.prepare.copy(copy).baseline
+        gold = self.gold()
+        if not gold or not gold.strip():
+            return copy, baseline, "base"
+        gold_file = self.workspace / f"{name}-gold.diff"
+        gold_file.write_bytes(gold.encode("utf-8", "surrogateescape"))
+        strategy, _ = apply_candidate(copy, baseline, gold_file, gold)
+        return copy, baseline, "gold" if strategy else "base (the gold patch does not apply)"
+
     def control_build(self, why: str) -> None:
         """The candidate did not build: the gold patch (or the base) built the same way in a fresh copy
         says whose that is. When it does not build either, the environment cannot build the task: an
         infrastructure failure (``setup``), never the candidate's."""
         request, task = self.task.request, self.task
-        copy = self.workspace / "control-build" / "repo"
-        copy.parent.mkdir()
-        baseline = self.prepare.copy(copy).baseline
-        gold = self.gold()
-        if gold and gold.strip():
-            gold_file = self.workspace / "gold-build.diff"
-            gold_file.write_bytes(gold.encode("utf-8", "surrogateescape"))
-            apply_candidate(copy, baseline, gold_file, gold)
+        copy, _, kind = self.gold_copy("control-build")
         command = ["/bin/sh", "-c", str(task.instance.get("build_command"))]
         code, timed_out, cpu, log = build_in_container(
             command, engine=task.engine, image=str(request.image), repo_dir=request.repo_dir, copy=copy,
@@ -556,22 +563,13 @@ class Run:
             tail = log.read_text(encoding="utf-8", errors="replace")[-300:].strip()
             raise InfraFailure("setup", f"the candidate does not build ({why}), and the gold patch does not build in "
                                f"this image either ({'timed out' if timed_out else f'exit {code}'}: {tail})")  # fmt: skip
-        self.journal.runner["control_build"] = {"kind": "gold" if gold and gold.strip() else "base", "exit_code": code}
+        self.journal.runner["control_build"] = {"kind": kind, "exit_code": code}
 
     def control(self, test_files: list[str]) -> Control:
         """The gold patch (or the bare base) with the test patch, in a fresh copy of the user's
         repository (never one a run of the candidate's has touched), run under the same checks."""
         task = self.task
-        copy = self.workspace / "control" / "repo"
-        copy.parent.mkdir()
-        baseline = self.prepare.copy(copy).baseline
-        kind = "base"
-        gold = self.gold()
-        if gold and gold.strip():
-            gold_file = self.workspace / "gold.diff"
-            gold_file.write_bytes(gold.encode("utf-8", "surrogateescape"))
-            strategy, _ = apply_candidate(copy, baseline, gold_file, gold)
-            kind = "gold" if strategy else "base (the gold patch does not apply)"
+        copy, baseline, kind = self.gold_copy("control")
         if task.test_patch and task.spec is not None:
             over_candidate(copy, baseline, task.test_patch, task.guarded, task.test_patch_files, self.workspace)
         elif task.test_patch:

@@ -142,6 +142,13 @@ def _problems(task: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(p for p in (task.get("problem"), *facets, task.get("problem_v1")) if isinstance(p, str) and p)
 
 
+def tasks_digest(task_ids: Iterable[str]) -> str:
+    """The digest a preregistration pins a set version's tasks by: of their sorted ids."""
+    from .ledger import canonical
+
+    return "sha256:" + hashlib.sha256(canonical(sorted(task_ids)).encode()).hexdigest()
+
+
 def task_id_of(instance: Instance) -> str:
     """A task's content address: ``sha256:`` and the digest of the canonical instance."""
     return "sha256:" + instance_digest(instance)

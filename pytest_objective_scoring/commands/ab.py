@@ -197,12 +197,9 @@ def _eligible_tasks(state: Any, manifest: ab.Manifest) -> tuple[list[tuple[str, 
 
 def _pin(state: Any) -> dict[str, str]:
     """The exact task set a preregistration holds the experiment to: its version and its tasks."""
-    import hashlib
+    from ..sets import tasks_digest
 
-    from ..ledger import canonical
-
-    tasks = sorted(state.record.task_ids)
-    return {"set_id": state.record.set_id, "tasks_digest": "sha256:" + hashlib.sha256(canonical(tasks).encode()).hexdigest()}
+    return {"set_id": state.record.set_id, "tasks_digest": tasks_digest(state.record.task_ids)}
 
 
 def _check_generalization(state: Any, manifest: ab.Manifest) -> None:
