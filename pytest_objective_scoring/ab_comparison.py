@@ -11,7 +11,7 @@ claim rules in :mod:`.ab_claims`; ``objective-score ab`` (:mod:`.commands.ab`) c
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from . import ab
 
@@ -127,7 +127,27 @@ def summarize_comparison(manifest: ab.Manifest, eligible: Sequence[tuple[str, st
             for spec in manifest.arms
         ],  # fmt: skip
     }
+    beside = against_gold_per_arm(manifest, tasks, by_prediction)
+    if beside is not None:  # ``ab run --against-gold``: the second figure, never the comparison's own
+        details["against_gold"] = beside
     return record.to_dict(), details
+
+
+def against_gold_per_arm(manifest: ab.Manifest, tasks: Sequence[str],
+                         by_prediction: Mapping[tuple[str, str], Mapping[str, Any]]) -> dict[str, Any] | None:  # fmt: skip
+    """Per arm, resolved and free of regressions against gold (:func:`.against_gold.summarise`), over
+    every seed and task; None when the gradings did not ask for the check."""
+    from .against_gold import summarise
+
+    arms: dict[str, Any] = {}
+    for spec in manifest.arms:
+        rows = [by_prediction[(f"ab:{manifest.name}/{spec.name}/seed{seed}", task)] for seed in manifest.seeds for task in tasks]
+        checks = [r["against_gold"] if isinstance(r.get("against_gold"), Mapping) else {} for r in rows]
+        summary = summarise((c.get("status"), c.get("resolved_against_gold")) for c in checks)
+        if summary is not None:
+            summary["resolved"] = sum(r["failure_class"] == "resolved" for r in rows)
+        arms[spec.name] = summary
+    return arms if any(v is not None for v in arms.values()) else None
 
 
 def fixed_reasons(manifest: ab.Manifest, undeclared: Sequence[str], identical: bool) -> list[str]:

@@ -35,7 +35,7 @@ from typing import (
     Sequence,
 )
 
-from . import nesting
+from . import against_gold, nesting
 from .cost_ledger import (
     INFRA_CLASSES,
     CostError,
@@ -384,6 +384,8 @@ def job_key(instance: Instance, model: str, patch: str, settings: Mapping[str, A
         identity["image"] = environment.image
     if environment is not None and (environment.runner is not None or environment.test_cmd is not None):
         identity["test_command"] = [environment.runner, environment.test_cmd]
+    if settings.get("against_gold"):  # a wider check asked for: another grading (keys without it unchanged)
+        identity["against_gold"] = settings["against_gold"]
     if oversize is not None:  # the whole patch's address, and the limit it was refused under
         identity["patch"] = oversize[1].split(":", 1)[-1]
         identity["max_patch_bytes"] = settings.get("max_patch_bytes")
@@ -491,6 +493,8 @@ def grade_job(payload: Mapping[str, Any]) -> dict[str, Any]:
         hidden=tuple(Path(p) for p in payload.get("hidden") or ()),
         patch_ref=payload.get("patch_ref"),
     )
+    if payload.get("against_gold"):
+        request = dataclasses.replace(request, against_gold=payload["against_gold"])
     if payload.get("runner") is not None or payload.get("test_cmd") is not None:
         request = dataclasses.replace(request, runner=payload.get("runner"), test_cmd=payload.get("test_cmd"),
                                       command_source=payload.get("environment") or "the environments file")  # fmt: skip
@@ -620,6 +624,7 @@ def result_row(job: Job, envelope: Mapping[str, Any] | None, recorded: Mapping[s
             "reasons": (envelope.get("integrity") or {}).get("reasons", []),
             "ledger_seq": seq,
             "resumed": False,
+            **({"against_gold": against_gold.compact(envelope["against_gold"])} if "against_gold" in envelope else {}),
             "job_key": job.key,
             **environment_fields(job),
             **({"environment_digest": envelope["batch"]["environment_digest"]}
@@ -638,6 +643,7 @@ def result_row(job: Job, envelope: Mapping[str, Any] | None, recorded: Mapping[s
         "reasons": recorded.get("reasons", []),
         "ledger_seq": recorded["seq"],
         "resumed": True,
+        **({"against_gold": recorded["against_gold"]} if "against_gold" in recorded else {}),
         "job_key": job.key,
         **environment_fields(job),
         **({"environment_digest": recorded["environment_digest"]} if "environment_digest" in recorded else {}),
@@ -948,6 +954,11 @@ def summarize(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
         counts["predictions"] += 1
         counts[row["failure_class"]] += 1
         counts["resumed"] += bool(row["resumed"])
+        check = row.get("against_gold")
+        if isinstance(check, Mapping):  # --against-gold: the second figure, beside the verdicts
+            counts["resolved_against_gold"] = counts.get("resolved_against_gold", 0) + (check.get("resolved_against_gold") is True)
+            counts["regressed"] = counts.get("regressed", 0) + (check.get("status") == "regressions")
+            counts["against_gold_unknown"] = counts.get("against_gold_unknown", 0) + (check.get("resolved_against_gold") is None)
     return table
 
 

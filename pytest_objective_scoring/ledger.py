@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Final, Iterator, Mapping, Sequence
 
+from . import against_gold
+
 __all__ = ["DEFAULT_LEDGER", "GENESIS", "KNOWN_KINDS", "Entry", "Head", "Ledger", "LedgerError", "LedgerUnavailable",
            "Verification", "canonical", "head", "key_from_environment", "parse_head", "sign_head", "verify"]
 
@@ -853,6 +855,7 @@ def score_entry(envelope: Mapping[str, Any], source: str) -> dict[str, Any]:
         "info": (envelope.get("integrity") or {}).get("info", []),
         "audit_state": (envelope.get("audit") or {}).get("state"),
         "digests": envelope.get("digests"),
+        **({"against_gold": against_gold.compact(envelope["against_gold"])} if "against_gold" in envelope else {}),
     }
 
 

@@ -117,6 +117,20 @@ def add_environment_options(addoption: AddOption) -> None:
               help="The container engine for images (default: auto, the first that answers)")
 
 
+HELP_AGAINST_GOLD = (
+    "For a resolved candidate, also run the tests beyond the listed ones under the candidate and under the gold "
+    "patch, and report each test gold passes that the candidate does not (a regression, confirmed by a second run): "
+    "'packages' (the test files under the folders of the Python files gold touches, and beside the listed tests' "
+    "files) or 'suite' (the whole suite). The Score stays the listed tests'; the second figure, resolved and free of "
+    "regressions against gold, is reported beside it (docs/against-gold.md)"
+)
+
+
+def add_against_gold(addoption: AddOption) -> None:
+    """``--against-gold SCOPE`` (``grade``, ``grade-batch``, ``ab run``; :mod:`.against_gold`)."""
+    addoption("--against-gold", choices=("packages", "suite"), default=None, metavar="SCOPE", help=HELP_AGAINST_GOLD)
+
+
 def __getattr__(name: str) -> Any:
     """``Settings`` and ``resolve_settings``, from :mod:`.settings` on first use (PEP 562)."""
     if name in ("Settings", "resolve_settings"):

@@ -135,6 +135,7 @@ class GradeRequest:
     runner: str | None = None  # the test runner, over SWE-bench's table (``--runner``, an environments entry)
     test_cmd: str | None = None  # its command line, likewise (``--test-cmd``)
     command_source: str = "--runner"  # where ``runner`` and ``test_cmd`` came from, for messages
+    against_gold: str | None = None  # a resolved candidate's wider tests against gold's (:mod:`.against_gold` scope)
 
 
 @dataclass
@@ -157,20 +158,36 @@ def grade_candidate(request: GradeRequest) -> GradeResult:
     journal = Journal(task)
     record = Record(task, journal)
     try:
-        return _pipeline(task, workspace.path, journal, record)
+        return _not_checked(request, _pipeline(task, workspace.path, journal, record))
     except InfraFailure as exc:
-        return record.infrastructure(exc.failure_class, str(exc))
+        return _not_checked(request, record.infrastructure(exc.failure_class, str(exc)))
     except BadInput:
         raise
     except Exception as exc:  # an error of the grader or the machine: never the candidate's failure
         detail = f"internal error: {type(exc).__name__}: {exc}"
         result = record.infrastructure("verifier", detail)
         result.envelope["runner"]["traceback"] = traceback.format_exc()[-4000:]
-        return result
+        return _not_checked(request, result)
     finally:
         if request.keep:  # kept: no owner file, so no later sweep takes it
             journal.runner["workspace"] = str(workspace.path)
         workspace.close(request.keep)
+
+
+def _not_checked(request: GradeRequest, result: GradeResult) -> GradeResult:
+    """With ``against_gold`` asked for, every ending carries the section: a grading that ended before
+    the check says why it was not made (not resolved: the figure is False; no verdict: unknown)."""
+    if request.against_gold is None or "against_gold" in result.envelope:
+        return result
+    from .against_gold import section
+
+    score = result.score
+    if score is None:
+        reason, resolved = "the grading gave no verdict", True
+    else:
+        reason, resolved = f"the candidate is {score['resolved'].replace('_', ' ')}", score["resolved"] == "resolved"
+    result.envelope["against_gold"] = section(request.against_gold, "not_checked", reason=reason, resolved=resolved)
+    return result
 
 
 def _pipeline(task: Task, workspace: Path, journal: Journal, record: Record) -> GradeResult:
@@ -217,9 +234,11 @@ def _pipeline(task: Task, workspace: Path, journal: Journal, record: Record) -> 
     else:
         verdict = Verdict(judged.grading, candidate)
     reruns = score.reruns(runs.reruns(test_files)) if verdict.untrusted is None else []  # --reruns N
+    # --against-gold: a resolved candidate's wider tests, under it and under gold
+    beyond = runs.against_gold(verdict) if task.request.against_gold is not None else None
 
     # 5. record the envelope
-    return record.verdict(verdict, copy, applied, reruns)
+    return record.verdict(verdict, copy, applied, reruns, beyond)
 
 
 # ------------------------------------------------------------------ 1. prepare the copy
@@ -440,8 +459,10 @@ class Run:
         self.journal.runner["run"] = run.to_dict()
         return run
 
-    def tests(self, label: str, test_files: list[str], shuffle_seed: int | None = None, copy: Path | None = None) -> RunRecord:
-        """pytest on ``test_files`` over ``copy`` (the pristine copy by default)."""
+    def tests(self, label: str, test_files: list[str], shuffle_seed: int | None = None, copy: Path | None = None,
+              only: list[str] | None = None) -> RunRecord:  # fmt: skip
+        """pytest on ``test_files`` over ``copy`` (the pristine copy by default). ``only``: the ids to keep
+        instead of the request's selection (``--select``); an empty list keeps every test (a wider run)."""
         task, request = self.task, self.task.request
         if task.spec is not None:
             from . import container
@@ -458,7 +479,9 @@ class Run:
             self.journal.runner["isolation"] = record.isolation
             return record
         scope: dict[str, Any] = {"progress": self._watch(label)}
-        if request.select:
+        if only:
+            scope["select"] = selection(only, "strict")
+        elif request.select and only is None:
             scope["select"] = selection(list(task.instance.listed), request.compat)
         if request.image is not None:
             from . import container
@@ -565,16 +588,74 @@ class Run:
                                f"this image either ({'timed out' if timed_out else f'exit {code}'}: {tail})")  # fmt: skip
         self.journal.runner["control_build"] = {"kind": kind, "exit_code": code}
 
-    def control(self, test_files: list[str]) -> Control:
-        """The gold patch (or the bare base) with the test patch, in a fresh copy of the user's
-        repository (never one a run of the candidate's has touched), run under the same checks."""
+    def gold_with_tests(self, name: str) -> tuple[Path, str]:
+        """A fresh gold copy (:meth:`gold_copy`) with the task's test patch: ``(copy, kind)``."""
         task = self.task
-        copy, baseline, kind = self.gold_copy("control")
+        copy, baseline, kind = self.gold_copy(name)
         if task.test_patch and task.spec is not None:
             over_candidate(copy, baseline, task.test_patch, task.guarded, task.test_patch_files, self.workspace)
         elif task.test_patch:
             apply_test_patch(copy, baseline, task.test_patch, task.test_patch_files, self.workspace)
+        return copy, kind
+
+    def control(self, test_files: list[str]) -> Control:
+        """The gold patch (or the bare base) with the test patch, in a fresh copy of the user's
+        repository (never one a run of the candidate's has touched), run under the same checks."""
+        copy, kind = self.gold_with_tests("control")
         return Control(self.tests("control", test_files, copy=copy), kind, copy)
+
+    def against_gold(self, verdict: Verdict) -> dict[str, Any]:
+        """``--against-gold SCOPE`` (:mod:`.against_gold`): for a resolved candidate, the scope's tests
+        under gold (a fresh gold copy with the test patch) and under the candidate (its pristine copy),
+        then the tests that regressed run again, alone, under both: the envelope's ``against_gold``."""
+        from . import against_gold as ag
+
+        task, scope = self.task, str(self.task.request.against_gold)
+        grading = verdict.grading
+        resolved = verdict.untrusted is None and all(g.verdict == "satisfied" for g in (grading.fail_to_pass, grading.pass_to_pass))
+        if not resolved:
+            why = "the candidate's run gave no trusted verdict" if verdict.untrusted else "the candidate is not resolved"
+            return ag.section(scope, "not_checked", reason=why, resolved=verdict.untrusted is not None)
+        if task.spec is not None or (task.command is not None and not task.command.is_pytest):
+            runner = task.language if task.spec is not None else task.command.runner if task.command else "?"
+            return ag.section(scope, "not_checked", reason=f"the wider run is made with pytest; this task's runner is "
+                              f"{runner}")  # fmt: skip
+        copy, kind = self.gold_with_tests("against-gold")
+        if kind != "gold":
+            return ag.section(scope, "incomplete", reason=f"no gold to compare with: {kind}")
+        gold_paths = [path for path in protect.patch_files(self.gold() or "") if path.endswith(".py")]
+        files = None if scope == "suite" else ag.scope_files(copy, gold_paths, task.instance.test_files())
+        if files == []:
+            return ag.section(scope, "incomplete", reason="the scope holds no test file", files=files)
+        runs: dict[str, Any] = {}
+
+        def pair(suffix: str, targets: list[str], only: list[str]) -> tuple[RunRecord, RunRecord] | str:
+            gold = self.tests(f"against-gold{suffix}", targets, copy=copy, only=only)
+            mine = self.tests(f"against-gold-candidate{suffix}", targets, only=only)
+            runs[f"gold{suffix}"], runs[f"candidate{suffix}"] = gold.to_dict(), mine.to_dict()
+            for who, run in (("gold", gold), ("candidate", mine)):
+                why = _unfinished(run)
+                if why is not None:
+                    return f"the {who} run {why}"
+            return gold, mine
+
+        first = pair("", files or [], [])
+        self.journal.step("against_gold")
+        if isinstance(first, str):
+            return ag.section(scope, "incomplete", reason=first, files=files, runs=runs)
+        gold_run, mine_run = first
+        found, compared, not_passing = ag.regressions(gold_run.collector.records, mine_run.collector.records,
+                                                      task.instance.listed)  # fmt: skip
+        unstable: list[dict[str, str]] = []
+        if found:
+            ids = [item["nodeid"] for item in found]
+            second = pair("-again", list(dict.fromkeys(i.split("::", 1)[0] for i in ids)), ids)
+            if isinstance(second, str):
+                return ag.section(scope, "incomplete", reason=f"{second} (the regressions' second runs)", files=files,
+                                  found=found, compared=compared, gold_not_passing=not_passing, runs=runs)  # fmt: skip
+            found, unstable = ag.confirmed(found, second[0].collector.records, second[1].collector.records)
+        return ag.section(scope, "regressions" if found else "clean", files=files, found=found, unstable=unstable,
+                          compared=compared, gold_not_passing=not_passing, runs=runs)  # fmt: skip
 
     def reruns(self, test_files: list[str]) -> list[tuple[int, RunRecord]]:
         """``--reruns N``: the tests again, N times, each collected in an order drawn from a recorded seed."""
@@ -585,6 +666,21 @@ class Run:
             seed = int(digest[:8], 16)
             done.append((seed, self.tests(f"rerun-{index + 1}", test_files, shuffle_seed=seed)))
         return done
+
+
+def _unfinished(run: RunRecord) -> str | None:
+    """Why a wider run's outcomes cannot be read whole, or None."""
+    if run.timed_out:
+        return "timed out"
+    if run.flooded is not None:
+        return "wrote more output than the limit"
+    if run.forged:
+        return f"has a record its own code wrote ({run.forged})"
+    if run.writes:
+        return f"changed the judge's files ({', '.join(run.writes[:3])})"
+    if run.session is None:
+        return f"ended without finishing its session (exit {run.exit_code})"
+    return None
 
 
 # ------------------------------------------------------------------ 4. score
@@ -718,7 +814,8 @@ class Record:
         self.task = task
         self.journal = journal
 
-    def verdict(self, verdict: Verdict, copy: Copy, applied: Applied, reruns: list[dict[str, Any]]) -> GradeResult:
+    def verdict(self, verdict: Verdict, copy: Copy, applied: Applied, reruns: list[dict[str, Any]],
+                beyond: dict[str, Any] | None = None) -> GradeResult:  # fmt: skip
         task, runner = self.task, self.journal.runner
         session = verdict.run.session or {}
         score = make_score(verdict.grading, task.patch_ref, self._graded_by(session, verdict.run.runner), int(time.time()))
@@ -752,6 +849,8 @@ class Record:
             integrity=self.journal.integrity,
             extra=self.extra(session, score.to_dict()),
         )  # fmt: skip
+        if beyond is not None:
+            envelope["against_gold"] = beyond
         self.scorecard(envelope, copy, applied, reruns)
         if verdict.untrusted is not None:
             envelope["candidate_no_verdict_reason"] = verdict.untrusted

@@ -490,7 +490,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         settings = {"python": python, "timeout": float(manifest.frozen.timeout), "compat": args.compat or "strict",
                     "compute_rate": args.compute_rate if args.compute_rate is not None else _default_rate(),
                     "network": False, "reruns": 0, "engine": getattr(args, "engine", "auto"),
-                    "environment_digests": digests}  # fmt: skip
+                    "environment_digests": digests,
+                    **({"against_gold": args.against_gold} if getattr(args, "against_gold", None) else {})}  # fmt: skip
         try:
             jobs = batch.plan_jobs(instances, predictions, Path(args.repos).resolve(), settings, assigned)
         except batch.BatchError as exc:
@@ -682,6 +683,11 @@ def _comparison_table(output: dict[str, Any]) -> None:
         say(f"{arm}: " + "; ".join(f"{name} {found['estimate']:.1%}{_interval_text(found, '.1%')}"
                                    if found.get("estimate") is not None else f"{name} undefined"
                                    for name, found in values.items()))  # fmt: skip
+    for arm, check in (details.get("against_gold") or {}).items():  # --against-gold: both figures side by side
+        if check:
+            say(f"{arm}: resolved {check['resolved']}/{check['graded']}; resolved and free of regressions against gold "
+                f"{check['resolved_against_gold']}/{check['graded']} ({check['regressions']} with regressions, "
+                f"{check['unknown']} unknown)")  # fmt: skip
     for arm, quantities in (details.get("cost_distribution") or {}).items():
         parts = []
         for field in ("dollars", "cpu", "wall_time", "tokens"):
@@ -868,6 +874,7 @@ def register(sub: Any) -> None:
                      help="Gradings at once on this machine")
     run.add_argument("--scheduler", metavar="ADDRESS", help="Run the gradings on this Dask scheduler")
     options.add_environment_options(run.add_argument)
+    options.add_against_gold(run.add_argument)
     options.add_compat_option(run.add_argument, prefix="")
     options.add_cost_options(run.add_argument, prefix="", cost_file=False)
     run.set_defaults(handler=_claim_reader(cmd_run))

@@ -161,7 +161,8 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
                 "compute_rate": compute_rate(args), "network": args.allow_network, "reruns": args.reruns,
                 "benchmark": _benchmark(args),
                 "hidden": [str(p) for p in hidden], "engine": args.engine,
-                "max_patch_bytes": args.max_patch_size}  # fmt: skip
+                "max_patch_bytes": args.max_patch_size,
+                **({"against_gold": args.against_gold} if args.against_gold else {})}  # fmt: skip
     needs_checkout = sorted(i for i, e in assigned.items() if getattr(e, "image", None) is None)
     if args.repos is None and needs_checkout:
         raise CommandError(f"--repos DIR is required: {len(needs_checkout)} instance(s) are graded from a checkout, not "
@@ -283,6 +284,11 @@ def _batch_table(summary: dict[str, dict[str, int]], ledger: Path, report: str |
                       str(c["patch_did_not_apply"]), str(c["infrastructure_failure"]), str(c["resumed"]))  # fmt: skip
     console = Console() if Console().is_terminal else Console(width=140)
     console.print(table)
+    for model, c in summary.items():  # --against-gold: the second figure, beside the verdicts
+        if "resolved_against_gold" in c:
+            console.print(f"{model}: resolved {c['resolved']}, resolved and free of regressions against gold "
+                          f"{c['resolved_against_gold']} ({c['regressed']} with regressions, {c['against_gold_unknown']} "
+                          "unknown)", soft_wrap=True)  # fmt: skip
     console.print(f"ledger: {ledger}" + (f"; report: {report}" if report else "") + (f"; logs: {logs}" if logs else ""))
 
 
@@ -316,6 +322,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     "(default: the dataset file's name); summaries never rank or average across benchmarks")
     gb.add_argument("--reruns", metavar="N", type=reruns, default=0,
                     help="Run each candidate's tests N more times in shuffled orders (the scorecard's robustness)")
+    options.add_against_gold(gb.add_argument)
     add_patch_limit(gb)
     gb.add_argument("--max-wait", metavar="S", type=options.positive_seconds, default=None,
                     help="Stop waiting after S seconds for jobs another run has claimed (default: wait until that run "

@@ -153,6 +153,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         runner=args.runner,
         test_cmd=args.test_cmd,
         command_source="--runner" if args.test_cmd is None else "--runner / --test-cmd",
+        against_gold=args.against_gold,
     )
     try:
         result = grade_candidate(request)
@@ -396,6 +397,17 @@ def _render_runner(writer: Any, envelope: dict[str, Any]) -> None:
         )
     if runner.get("failure_detail"):
         writer.write_line(f"detail: {runner['failure_detail']}")
+    check = envelope.get("against_gold")
+    if check:  # --against-gold: the second figure, named apart from the Score's verdict
+        figure = {True: "yes", False: "no", None: "unknown"}[check.get("resolved_against_gold")]
+        writer.write_line(f"resolved and free of regressions against gold ({check['scope']}): {figure} "
+                          f"[{check['status']}{': ' + check['reason'] if check.get('reason') else ''}]")  # fmt: skip
+        if check["status"] in ("clean", "regressions"):
+            writer.write_line(f"  {check['compared']} test(s) beyond the listed ones pass under gold; "
+                              f"{check['regression_count']} fail under the candidate"
+                              + (f"; {check['unstable_count']} did not repeat (not counted)" if check["unstable_count"] else ""))  # fmt: skip
+        for item in check.get("regressions", [])[:20]:
+            writer.write_line(f"  regression: {item['nodeid']} (gold {item['gold']}, candidate {item['candidate']})")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -449,6 +461,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     grade.add_argument("--retrieval", metavar="FILE", help="The harness's retrieval order (a JSON list of files or path::symbol) for the scorecard")
     grade.add_argument("--reruns", metavar="N", type=reruns, default=0,
                        help="Run the tests N more times in shuffled orders (recorded seeds); the scorecard's robustness")  # fmt: skip
+    options.add_against_gold(grade.add_argument)
     grade.add_argument("--out", metavar="FILE", help="Write the Score and its envelope as JSON to FILE")
     grade.add_argument("--benchmark", metavar="NAME", help="The benchmark this task belongs to (default: the instance's "
                        "'benchmark' field, else unknown); summaries never rank or average across benchmarks")

@@ -1,0 +1,225 @@
+"""``--against-gold``: a resolved candidate's tests beyond the listed ones, under it and under gold.
+
+Pure tests of :mod:`pytest_objective_scoring.against_gold` (the scope, the comparison, the second
+figure), then real gradings on the fixture project textstats with an instance whose PASS_TO_PASS
+leaves out the word-count tests: its ``break_p2p`` candidate is resolved by the listed tests and
+breaks an unlisted one, which the check must find; gold must be clean.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_objective_scoring import against_gold as ag
+from pytest_objective_scoring import outcomes as oc
+from pytest_objective_scoring.batch import summarize
+from pytest_objective_scoring.ledger import Ledger, score_entry, verify
+
+from .conftest import FIXTURES
+from .runner_helpers import grade, instance_of, make_patch, patch_of
+from .runner_helpers import run_cli_here as run_cli
+
+
+def record(nodeid: str, outcome: str) -> oc.TestRecord:
+    phases = {"passed": [("setup", "passed"), ("call", "passed"), ("teardown", "passed")],
+              "failed": [("setup", "passed"), ("call", "failed"), ("teardown", "passed")],
+              "skipped": [("setup", "skipped"), ("teardown", "passed")]}[outcome]  # fmt: skip
+    facts = [{"nodeid": nodeid, "when": when, "outcome": o} for when, o in phases]
+    return oc.TestRecord(nodeid, facts)
+
+
+def records(**outcomes: str) -> dict[str, oc.TestRecord]:
+    return {f"t.py::{name}": record(f"t.py::{name}", outcome) for name, outcome in outcomes.items()}
+
+
+# ---------------------------------------------------------------------------- the scope
+
+
+def touch(root: Path, *paths: str) -> None:
+    for path in paths:
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text("")
+
+
+def test_packages_scope_is_the_touched_folders_tests_and_the_listed_files_neighbours(tmp_path: Path) -> None:
+    touch(tmp_path, "src/pkg/mod.py", "src/pkg/tests/test_mod.py", "src/pkg/sub/deep_test.py", "src/pkg/helper.py",
+          "src/pkg/node_modules/test_vendored.py", "src/other/test_other.py", "tests/test_listed.py", "tests/test_beside.py",
+          "tests/deep/test_deeper.py", "tests/conftest.py", "test_root.py")  # fmt: skip
+    files = ag.scope_files(tmp_path, ["src/pkg/mod.py", "README.rst"], ["tests/test_listed.py"])
+    assert files == ["src/pkg/sub/deep_test.py", "src/pkg/tests/test_mod.py", "tests/test_beside.py", "tests/test_listed.py"]
+
+
+def test_a_root_level_gold_file_takes_the_root_test_files_only_never_the_whole_tree(tmp_path: Path) -> None:
+    touch(tmp_path, "setup.py", "test_setup.py", "pkg/test_inner.py")
+    assert ag.scope_files(tmp_path, ["setup.py"], []) == ["test_setup.py"]
+
+
+def test_links_are_not_followed_into_the_scope(tmp_path: Path) -> None:
+    touch(tmp_path, "pkg/mod.py", "elsewhere/test_far.py")
+    (tmp_path / "pkg" / "test_link.py").symlink_to(tmp_path / "elsewhere" / "test_far.py")
+    assert ag.scope_files(tmp_path, ["pkg/mod.py"], []) == []
+
+
+# ---------------------------------------------------------------------------- the comparison
+
+
+def test_a_regression_is_a_test_gold_passes_and_the_candidate_does_not_listed_tests_left_out() -> None:
+    gold = records(a="passed", b="passed", c="failed", d="passed", listed="passed", gone="passed")
+    mine = records(a="passed", b="failed", c="failed", d="skipped", listed="failed")
+    found, compared, not_passing = ag.regressions(gold, mine, ["t.py::listed"])
+    assert [(r["nodeid"], r["gold"], r["candidate"]) for r in found] == [
+        ("t.py::b", "passed", "failed"), ("t.py::d", "passed", "skipped"), ("t.py::gone", "passed", oc.MISSING)]
+    assert (compared, not_passing) == (4, 1)  # a, b, d, gone compared; c fails under gold: never compared
+
+
+def test_a_regression_counts_only_when_its_second_runs_show_it_again() -> None:
+    found, _, _ = ag.regressions(records(a="passed", b="passed", c="passed"), records(a="failed", b="failed", c="failed"), [])
+    kept, unstable = ag.confirmed(found, records(a="passed", b="passed", c="failed"), records(a="failed", b="passed", c="failed"))
+    assert [r["nodeid"] for r in kept] == ["t.py::a"]
+    assert [(r["nodeid"], r["second_gold"], r["second_candidate"]) for r in unstable] == [
+        ("t.py::b", "passed", "passed"), ("t.py::c", "failed", "failed")]
+
+
+@pytest.mark.parametrize(("status", "resolved", "figure"), [
+    ("clean", True, True), ("regressions", True, False), ("incomplete", True, None), ("not_checked", True, None),
+    ("not_checked", False, False),
+])  # fmt: skip
+def test_the_second_figure_is_derived_from_the_status_never_given(status: str, resolved: bool, figure: bool | None) -> None:
+    data = ag.section("packages", status, resolved=resolved)
+    assert data["resolved_against_gold"] is figure
+    assert ag.figure_of({"against_gold": data}) is figure
+    assert ag.figure_of({}) is None
+
+
+def test_over_many_gradings_an_unknown_check_is_never_counted_clean() -> None:
+    assert ag.summarise([(None, None), (None, None)]) is None
+    summary = ag.summarise([("clean", True), ("regressions", False), ("incomplete", None), ("not_checked", False), (None, None)])
+    assert summary == {"graded": 4, "resolved_against_gold": 1, "regressions": 1, "unknown": 1, "rate": 0.25}
+
+
+def test_the_ledger_keeps_the_check_compactly_and_entries_without_it_are_unchanged() -> None:
+    data = ag.section("suite", "regressions", found=[{"nodeid": "t.py::b", "gold": "passed", "candidate": "failed",
+                                                      "message": "x" * 1000}], compared=3, runs={"gold": {"output_tail": "y"}})  # fmt: skip
+    entry = score_entry({"instance_id": "i", "against_gold": data}, "runner")
+    assert entry["against_gold"] == {"scope": "suite", "status": "regressions", "reason": None, "resolved_against_gold": False,
+                                     "compared": 3, "gold_not_passing": 0, "regression_count": 1, "unstable_count": 0,
+                                     "regressions": ["t.py::b"]}  # fmt: skip
+    assert "against_gold" not in score_entry({"instance_id": "i"}, "runner")
+
+
+def test_the_batch_summary_counts_the_second_figure_beside_the_verdicts() -> None:
+    rows = [{"model_name_or_path": "m", "failure_class": "resolved", "resumed": False,
+             "against_gold": {"status": "clean", "resolved_against_gold": True}},
+            {"model_name_or_path": "m", "failure_class": "resolved", "resumed": False,
+             "against_gold": {"status": "regressions", "resolved_against_gold": False}},
+            {"model_name_or_path": "m", "failure_class": "not_resolved", "resumed": False,
+             "against_gold": {"status": "not_checked", "resolved_against_gold": False}},
+            {"model_name_or_path": "plain", "failure_class": "resolved", "resumed": False}]  # fmt: skip
+    table = summarize(rows)
+    assert (table["m"]["resolved"], table["m"]["resolved_against_gold"], table["m"]["regressed"]) == (2, 1, 1)
+    assert "resolved_against_gold" not in table["plain"]
+
+
+# ---------------------------------------------------------------------------- real gradings
+
+
+def narrow() -> Any:
+    """textstats with PASS_TO_PASS leaving out the word-count tests: ``break_p2p`` passes the listed ones."""
+    return instance_of("textstats", PASS_TO_PASS=[t for t in instance_of("textstats").pass_to_pass if "word_count" not in t])
+
+
+@pytest.mark.slow
+def test_gold_is_clean_and_a_candidate_the_listed_tests_resolve_is_caught_breaking_an_unlisted_test() -> None:
+    instance = narrow()
+    gold = grade("textstats", patch_of("textstats", "gold"), instance=instance, against_gold="packages")
+    check = gold.envelope["against_gold"]
+    assert gold.score is not None and gold.score["resolved"] == "resolved"
+    assert (check["status"], check["resolved_against_gold"], check["regression_count"]) == ("clean", True, 0)
+    assert check["files"] == ["tests/test_sentences.py", "tests/test_words.py"] and check["compared"] == 5
+
+    broken = grade("textstats", patch_of("textstats", "break_p2p"), instance=instance, against_gold="packages")
+    check = broken.envelope["against_gold"]
+    assert broken.score is not None and broken.score["resolved"] == "resolved"  # the Score stays the listed tests'
+    assert broken.exit_code == 0
+    assert (check["status"], check["resolved_against_gold"]) == ("regressions", False)
+    assert [(r["nodeid"], r["gold"], r["candidate"]) for r in check["regressions"]] == [
+        ("tests/test_words.py::test_word_count[don't panic]", "passed", "failed")]
+    assert set(check["runs"]) == {"gold", "candidate", "gold-again", "candidate-again"}  # confirmed by second runs
+    assert "against_gold" in str(broken.envelope["runner"]["steps"])
+
+
+@pytest.mark.slow
+def test_the_check_leaves_the_score_as_it_is_and_a_not_resolved_candidate_is_not_checked() -> None:
+    instance = narrow()
+    plain = grade("textstats", patch_of("textstats", "break_p2p"), instance=instance)
+    assert "against_gold" not in plain.envelope
+    empty = grade("textstats", patch_of("textstats", "empty"), instance=instance, against_gold="suite")
+    check = empty.envelope["against_gold"]
+    assert (check["status"], check["resolved_against_gold"], check["runs"]) == ("not_checked", False, {})
+    assert check["reason"] == "the candidate is not resolved"
+    noapply = grade("textstats", patch_of("textstats", "noapply"), instance=instance, against_gold="suite")
+    assert noapply.envelope["against_gold"]["status"] == "not_checked"
+    assert noapply.envelope["against_gold"]["resolved_against_gold"] is False
+
+
+@pytest.mark.slow
+def test_the_suite_scope_runs_the_whole_suite() -> None:
+    result = grade("textstats", patch_of("textstats", "break_p2p"), instance=narrow(), against_gold="suite")
+    check = result.envelope["against_gold"]
+    assert check["files"] is None and check["status"] == "regressions" and check["compared"] == 5
+
+
+@pytest.mark.slow
+def test_a_regression_seen_only_beside_other_tests_is_unstable_and_not_counted(tmp_path: Path) -> None:
+    """The candidate leaks state: an unlisted test fails only after another test ran first. Run alone
+    (the second runs), it passes: the regression is ``unstable``, reported and not counted."""
+    import shutil
+
+    from pytest_objective_scoring.instances import parse_instance
+    from pytest_objective_scoring.symbols import apply_hunks, parse_diff
+
+    project = tmp_path / "textstats"
+    shutil.copytree(FIXTURES / "repos" / "textstats", project)
+    sentences = project / "tests" / "test_sentences.py"
+    sentences.write_text(sentences.read_text() + (
+        "\n\ndef test_remember_first():\n    from textstats.words import remember\n    assert remember('a') >= 1\n"
+        "\n\ndef test_remember_counts_from_one():\n    from textstats.words import remember\n    assert remember('b') == 1\n"))
+    fixed = apply_hunks((project / "textstats" / "words.py").read_text(), parse_diff(patch_of("textstats", "gold").decode())[0])
+    assert fixed is not None
+    honest = fixed + "\n\ndef remember(word):\n    return 1\n"
+    leaky = fixed + "\n\n_SEEN = []\n\n\ndef remember(word):\n    _SEEN.append(word)\n    return len(_SEEN)\n"
+    task = parse_instance({**narrow().fields, "patch": make_patch(project, {"textstats/words.py": honest}, tmp_path)}, "<leaky>")
+    result = grade("textstats", make_patch(project, {"textstats/words.py": leaky}, tmp_path).encode(), repo=project,
+                   instance=task, against_gold="packages")  # fmt: skip
+    check = result.envelope["against_gold"]
+    assert result.score is not None and result.score["resolved"] == "resolved"
+    assert (check["status"], check["resolved_against_gold"], check["regression_count"]) == ("clean", True, 0), check
+    assert [r["nodeid"] for r in check["unstable"]] == ["tests/test_sentences.py::test_remember_counts_from_one"]
+    assert (check["unstable"][0]["candidate"], check["unstable"][0]["second_candidate"]) == ("failed", "passed")
+
+
+@pytest.mark.slow
+def test_grade_and_its_ledger_carry_the_second_figure(tmp_path: Path) -> None:
+    instance = tmp_path / "narrow.json"
+    instance.write_text(json.dumps(narrow().fields))
+    ledger = tmp_path / "ledger.db"
+    result = run_cli("grade", "--repo", str(FIXTURES / "repos" / "textstats"), "--instance", str(instance), "--patch",
+                     str(FIXTURES / "patches" / "textstats" / "break_p2p.diff"), "--against-gold", "packages",
+                     "--ledger", str(ledger))  # fmt: skip
+    assert result.returncode == 0, result.stderr  # the Score's verdict decides the exit status
+    assert "resolved and free of regressions against gold (packages): no [regressions]" in result.stdout
+    assert "regression: tests/test_words.py::test_word_count[don't panic] (gold passed, candidate failed)" in result.stdout
+    with Ledger(ledger, read_only=True) as opened:
+        entry = next(e for e in opened.entries("score"))
+        assert entry.data["against_gold"]["regressions"] == ["tests/test_words.py::test_word_count[don't panic]"]
+        assert entry.data["score"]["resolved"] == "resolved"
+    assert verify(ledger).ok
+
+
+def test_the_option_refuses_an_unknown_scope() -> None:
+    result = run_cli("grade", "--against-gold", "everything", "--instance", "x.json")
+    assert result.returncode == 2 and "--against-gold" in result.stderr and "packages" in result.stderr
