@@ -966,6 +966,10 @@ class Record:
         )  # fmt: skip
         details.update(parse_errors=parse_errors, build_error=None if applied.build[0] else applied.build[1],
                        rerun_seeds=reruns, notes=notes)  # fmt: skip
+        if "against_gold" in envelope:  # beside the Scorecard, never in it: its fields are the spec's
+            from .against_gold import compact
+
+            details["against_gold"] = compact(envelope["against_gold"])
         envelope["scorecard"] = card.to_dict()
         envelope["scorecard_details"] = details
 

@@ -218,6 +218,13 @@ def test_grade_and_its_ledger_carry_the_second_figure(tmp_path: Path) -> None:
         assert entry.data["against_gold"]["regressions"] == ["tests/test_words.py::test_word_count[don't panic]"]
         assert entry.data["score"]["resolved"] == "resolved"
     assert verify(ledger).ok
+    shown = run_cli("scorecard", "last", "--ledger", str(ledger), "--json")
+    assert shown.returncode == 0, shown.stderr
+    data = json.loads(shown.stdout)
+    assert data["against_gold"] == {"graded": 1, "resolved_against_gold": 0, "regressions": 1, "unknown": 0, "rate": 0.0}
+    assert "against_gold" not in data["scorecard"]  # the spec's record keeps exactly its fields
+    table = run_cli("scorecard", "last", "--ledger", str(ledger))
+    assert "resolved and free of regressions against gold (--against-gold, beside the Scorecard): 0 of 1" in table.stdout
 
 
 def test_the_option_refuses_an_unknown_scope() -> None:

@@ -126,19 +126,34 @@ def cmd_scorecard(args: argparse.Namespace) -> int:
     chosen = select_scorecards(entries, words[0])
     if len(chosen) > 1:
         _one_benchmark(chosen, "scorecard")
+    beside = against_gold_of(chosen)
     if args.json:
         if len(chosen) == 1:
             print(json.dumps({"seq": chosen[0]["seq"], "score_seq": chosen[0]["score_seq"],
                               "failure_class": chosen[0].get("failure_class"), "scorecard": chosen[0]["scorecard"],
-                              "details": chosen[0].get("details")}, indent=2, ensure_ascii=False))  # fmt: skip
+                              "details": chosen[0].get("details"), "against_gold": beside}, indent=2, ensure_ascii=False))  # fmt: skip
         else:
             cards = [e["scorecard"] for e in chosen]
             print(json.dumps({"runs": [e["score_seq"] for e in chosen], "means": sc.means(cards),
-                              "intervals": sc.mean_intervals(cards)}, indent=2))  # fmt: skip
+                              "intervals": sc.mean_intervals(cards), "against_gold": beside}, indent=2))  # fmt: skip
         return 0
     cards = [e["scorecard"] for e in chosen]
     _scorecard_table(chosen, sc.means(cards), sc.mean_intervals(cards) if len(chosen) > 1 else None)
+    if beside is not None:
+        print(f"resolved and free of regressions against gold (--against-gold, beside the Scorecard): "
+              f"{beside['resolved_against_gold']} of {beside['graded']} run(s) checked ({beside['regressions']} with "
+              f"regressions, {beside['unknown']} unknown); resolved: "
+              f"{sum(e['scorecard']['end_to_end']['resolved'] == 'resolved' for e in chosen)} of {len(chosen)}")  # fmt: skip
     return 0
+
+
+def against_gold_of(chosen: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The second figure over the chosen runs (:func:`.against_gold.summarise`), from each scorecard's
+    details; None when none of them was graded with ``--against-gold``."""
+    from ..against_gold import summarise
+
+    checks = [(e.get("details") or {}).get("against_gold") or {} for e in chosen]
+    return summarise((c.get("status"), c.get("resolved_against_gold")) for c in checks)
 
 
 def _scorecard_table(chosen: Sequence[dict[str, Any]], means: dict[str, Any], intervals: dict[str, Any] | None) -> None:
