@@ -14,6 +14,12 @@ candidate; nothing here executes repository code itself), and reads the verdicts
   must not resolve (``stub_patch_resolves``);
 * ``weak_tests``: the gold patch minus one hunk, for each hunk, must not resolve
   (``untested_hunk``);
+* ``mutation`` (asked for with ``mutants``): deterministic mutants of the gold patch's changed
+  lines (:mod:`.mutants`), each graded like any candidate, in parallel on the batch engine's
+  local executor (:func:`.batch.run_local`) within a time budget; the **mutation score** is the
+  share of graded mutants the tests reject (not resolved), and a score below
+  :data:`MUTATION_THRESHOLD` over at least :data:`MUTATION_MIN` graded mutants is
+  ``weak_mutation_score``; the surviving mutants' diffs are the evidence (``docs/audit.md``);
 * ``flakiness``: every listed test must give the same outcome in every run of the empty
   and of the gold patch (``flaky_test``; ``flaky_run`` for a re-run without a verdict);
 * ``evaluator_exploits``: three exploits (edit the tests, a root ``conftest.py``, patch
@@ -46,13 +52,12 @@ ablations are each a few pure functions over the gold patch); what runs the grad
 from __future__ import annotations
 
 import ast
-import difflib
+import dataclasses
 import hashlib
 import keyword
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, final
@@ -62,7 +67,8 @@ from unidiff.patch import Hunk, PatchedFile, PatchSet
 from ._version import __version__
 from .envelope import utc_now_iso
 from .instances import Instance
-from .protect import protected_reason, unquote
+from .mutants import MutantPlan, file_diff, plan_mutants, side_path
+from .protect import protected_reason
 from .runner import GradeRequest, GradeResult, grade_candidate
 from .symbols import MODULE, PatchError, apply_hunks, parse_diff, touched
 from .workspace import base_text
@@ -104,6 +110,7 @@ CHECKS: Final = (
     "noop_patch",
     "stub_patch",
     "weak_tests",
+    "mutation",
     "flakiness",
     "evaluator_exploits",
     "solution_leakage",
@@ -119,6 +126,7 @@ FINDINGS: Final[Mapping[str, tuple[str, FindingDisposition]]] = {
     "noop_patch_resolves": ("noop_patch", "invalid"),
     "stub_patch_resolves": ("stub_patch", "invalid"),
     "untested_hunk": ("weak_tests", "weak"),
+    "weak_mutation_score": ("mutation", "weak"),
     "flaky_test": ("flakiness", "weak"),
     "flaky_run": ("flakiness", "weak"),
     "evaluator_exploitable": ("evaluator_exploits", "invalid"),
@@ -132,6 +140,14 @@ NOOP_COMMENT: Final = "# objective-score audit: no-op canary (a comment changes 
 NOOP_FILE: Final = ".objective-audit-noop"
 STUB_BODY: Final = "raise RuntimeError(\"stubbed out by objective-score audit\")"
 LEAK_MIN_CHARS: Final = 12
+MUTATION_THRESHOLD: Final = 0.6
+"""A task whose tests reject fewer than this share of the gold patch's graded mutants is ``weak``.
+Why 0.6: studies of mutation testing find 5-25 % of mutants equivalent even after trivially
+equivalent ones are removed (here: compiled-code equality), so a perfect suite scores about
+0.75-0.95 on raw mutants; below 0.6 at least one graded mutant in six that no equivalence explains
+is accepted, which is plainly wrong code passing. ``--mutation-threshold`` changes it."""
+MUTATION_MIN: Final = 5
+"""Fewer graded mutants than this decide nothing (the score is reported, no finding is made)."""
 _LEAK_COMMON: Final = frozenset({*keyword.kwlist, *keyword.softkwlist, "self", "cls"})
 _WORD: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _LONE_CR: Final = re.compile(r"\r(?!\n)")
@@ -308,6 +324,7 @@ class AuditReport:
     failures: tuple[AuditFailure, ...] = ()
     repeats: int = 1
     created: str = field(default_factory=utc_now_iso)
+    mutation: Mapping[str, Any] | None = None  # the mutation check's score and survivors, when it ran
 
     @property
     def disposition(self) -> Disposition:
@@ -336,6 +353,7 @@ class AuditReport:
             "repeats": self.repeats,
             "findings": [f.to_dict() for f in self.findings],
             "checks": [c.to_dict() for c in self.checks],
+            **({"mutation": dict(self.mutation)} if self.mutation is not None else {}),
         }
 
     @classmethod
@@ -347,6 +365,7 @@ class AuditReport:
             failures=tuple(AuditFailure.from_dict(f) for f in data.get("failures", ())),
             repeats=int(data.get("repeats", 1)),
             created=str(data.get("created", "")),
+            mutation=dict(data["mutation"]) if isinstance(data.get("mutation"), Mapping) else None,
         )
         for name, derived in (("disposition", report.disposition), ("complete", report.complete)):
             if name in data and data[name] != derived:
@@ -503,7 +522,7 @@ def leaked_lines(gold: str | None, texts: Mapping[str, str]) -> list[dict[str, s
     leaks: list[dict[str, str]] = []
     seen: set[str] = set()
     for patched_file in patch:
-        path = _path(patched_file.target_file) or _path(patched_file.source_file) or ""
+        path = side_path(patched_file.target_file) or side_path(patched_file.source_file) or ""
         if not path.endswith(".py"):
             continue
         for hunk in patched_file:
@@ -530,41 +549,10 @@ def leak_findings(instance: Instance) -> list[Finding]:
 # ---------------------------------------------------------------------------- generated candidates (pure)
 
 
-def _path(raw: str | None) -> str | None:
-    """The repository-relative path of one side of a file diff, or None for ``/dev/null``."""
-    if raw is None:
-        return None
-    path = unquote(raw.rstrip("\t\r"))
-    if path == "/dev/null":
-        return None
-    return (path[2:] if path.startswith(("a/", "b/")) else path) or None
-
-
 def _split(text: str) -> list[str]:
     """Lines as git counts them: split after each ``\\n`` only, terminators kept."""
     parts = text.split("\n")
     return [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
-
-
-def file_diff(path: str, old: str | None, new: str | None) -> str:
-    """A git-style unified diff of one file (``a/``, ``b/`` prefixes); ``""`` when nothing changed.
-
-    None on a side means the file does not exist there. A last line without a newline gets
-    git's ``\\ No newline at end of file`` marker.
-    """
-    if old == new:
-        return ""
-    header = f"diff --git a/{path} b/{path}\n"
-    if old is None:
-        header += "new file mode 100644\n"
-    elif new is None:
-        header += "deleted file mode 100644\n"
-    lines = difflib.unified_diff(_split(old or ""), _split(new or ""), "/dev/null" if old is None else f"a/{path}",
-                                 "/dev/null" if new is None else f"b/{path}", lineterm="\n")  # fmt: skip
-    body = []
-    for line in lines:
-        body.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-    return header + "".join(body)
 
 
 def _gold_python_files(gold: str | None, read_base: Callable[[str], str | None]) -> list[str]:
@@ -577,7 +565,7 @@ def _gold_python_files(gold: str | None, read_base: Callable[[str], str | None])
         return []
     files: dict[str, None] = {}
     for patched_file in patch:
-        path = _path(patched_file.source_file)
+        path = side_path(patched_file.source_file)
         if path and path.endswith(".py") and protected_reason(path) is None and read_base(path) is not None:
             files.setdefault(path, None)
     return list(files)
@@ -706,7 +694,7 @@ def edit_tests_exploit(instance: Instance, read_base: Callable[[str], str | None
     if instance.test_patch and instance.test_patch.strip():
         try:
             for patched_file in parse_diff(instance.test_patch):
-                target = _path(patched_file.target_file)
+                target = side_path(patched_file.target_file)
                 if target:
                     after[target] = patched_file
         except PatchError:
@@ -718,7 +706,7 @@ def edit_tests_exploit(instance: Instance, read_base: Callable[[str], str | None
     for path, test_ids in by_file.items():
         base = read_base(path)
         if path in after:
-            source = _path(after[path].source_file)
+            source = side_path(after[path].source_file)
             text = apply_hunks(read_base(source) if source else None, after[path])
         else:
             text = base
@@ -798,7 +786,7 @@ def hunk_ablations(gold: str) -> list[Ablation]:
     chunks = _chunks(gold, len(patch)) or [str(f) for f in patch]
     ablations = []
     for file_index, patched_file in enumerate(patch):
-        path = _path(patched_file.target_file) or _path(patched_file.source_file) or ""
+        path = side_path(patched_file.target_file) or side_path(patched_file.source_file) or ""
         for hunk_index, hunk in enumerate(patched_file):
             if len(patched_file) == 1:
                 mine = ""
@@ -821,7 +809,9 @@ class _Auditor:
     """The state of one audit, so each check stays a small method."""
 
     def __init__(self, instance: Instance, repo: Path, request: Mapping[str, Any], repeats: int, grade: Grade,
-                 progress: Callable[[str], None] | None) -> None:  # fmt: skip
+                 progress: Callable[[str], None] | None, mutation: MutationPlanning | None = None) -> None:  # fmt: skip
+        self.mutation = mutation or MutationPlanning()
+        self.mutation_summary: dict[str, Any] | None = None
         self.instance = instance
         self.repo = repo
         self.request = request
@@ -844,13 +834,67 @@ class _Auditor:
                 self.texts[path] = file.read_bytes().decode("utf-8", "surrogateescape") if file.is_file() else None
         return self.texts[path]
 
+    def request_for(self, name: str, patch: str, reruns: int = 0, timeout: float | None = None) -> GradeRequest:
+        data = patch.encode("utf-8", "surrogateescape")
+        repo = None if self.request.get("image") else self.repo
+        request = GradeRequest(repo=repo, instance=self.instance, patch=data, patch_ref=f"audit:{name}", reruns=reruns,
+                               **self.request)  # fmt: skip
+        return request if timeout is None else dataclasses.replace(request, timeout=timeout)
+
     def grade(self, check: str, name: str, patch: str, reruns: int = 0) -> tuple[GradeResult, GradingUsed]:
+        self.progress(f"{check}: grading audit:{name}")
+        return self.read(check, name, patch, reruns, self.grade_fn(self.request_for(name, patch, reruns)))
+
+    def grade_many(self, check: str, named: Sequence[tuple[str, str]],
+                   timeout: float) -> list[tuple[GradeResult, GradingUsed] | None]:  # fmt: skip
+        """Grade ``(name, patch)`` pairs in parallel (``workers``) within the time budget: each one's
+        result, or None for one the budget left ungraded. The default grader runs on the batch
+        engine's local executor (:func:`.batch.run_local`: threads, every test process killed on
+        an interrupt); an injected one on threads of its own."""
+        import time
+        from concurrent.futures import ThreadPoolExecutor
+
+        planning = self.mutation
+        deadline = time.monotonic() + planning.budget
+        results: dict[str, GradeResult] = {}
+        if self.grade_fn is grade_candidate:
+            from .batch import Job, Prediction, run_local
+            from .cost_ledger import DEFAULT_COMPUTE_RATE, HarnessCost
+
+            image = self.request.get("image")
+            jobs = [Job(key=name, instance=self.instance, repo=None if image else self.repo, patch=patch, python=self.request["python"],
+                        image=image, prediction=Prediction(self.instance.instance_id, f"audit:{name}", patch,
+                                                           HarnessCost(harness="audit"), "audit"))
+                    for name, patch in named]  # fmt: skip
+            settings = {"python": self.request["python"], "timeout": timeout, "compat": "strict",
+                        "compute_rate": DEFAULT_COMPUTE_RATE, "network": self.request["network"], "reruns": 0,
+                        "engine": self.request.get("engine") or "auto"}  # fmt: skip
+
+            def done(job: Any, envelope: dict[str, Any]) -> None:
+                from .ledger import failure_class_of
+
+                runner = envelope.get("runner") or {}
+                results[job.key] = GradeResult(envelope, 0, str(runner.get("failure_class") or failure_class_of(envelope)))
+                self.progress(f"{check}: graded audit:{job.key} ({len(results)}/{len(named)})")
+
+            run_local(jobs, settings, planning.workers, done, claim=lambda _job: time.monotonic() < deadline)
+        else:
+            def one(name: str, patch: str) -> tuple[str, GradeResult | None]:
+                if time.monotonic() >= deadline:
+                    return name, None
+                return name, self.grade_fn(self.request_for(name, patch, timeout=timeout))
+
+            with ThreadPoolExecutor(max_workers=planning.workers) as pool:
+                for name, result in pool.map(lambda item: one(*item), named):
+                    if result is not None:
+                        results[name] = result
+        return [self.read(check, name, patch, 0, results[name]) if name in results else None for name, patch in named]
+
+    def read(self, check: str, name: str, patch: str, reruns: int, result: GradeResult) -> tuple[GradeResult, GradingUsed]:
+        """One grading's use: an infrastructure failure, or a generated candidate that proved nothing,
+        is an :class:`AuditFailure`."""
         data = patch.encode("utf-8", "surrogateescape")
         patch_ref = f"audit:{name}"
-        self.progress(f"{check}: grading {patch_ref}")
-        request = GradeRequest(repo=self.repo, instance=self.instance, patch=data, patch_ref=patch_ref, reruns=reruns,
-                               **self.request)  # fmt: skip
-        result = self.grade_fn(request)
         used = GradingUsed.of(patch_ref, data, reruns, result)
         if result.failure_class in INFRASTRUCTURE:
             runner = result.envelope.get("runner") or {}
@@ -861,8 +905,9 @@ class _Auditor:
         # no verdict (the runner then grades "not resolved" from no result at all), proves nothing and
         # must never read as a clean check. Exploits are exempt: a no-verdict there is the runner catching them.
         problem = None
+        # A mutant whose run gave no verdict (it hung) is rejected by its tests (mutation_summary).
         if check != "evaluator_exploits":
-            if result.envelope.get("candidate_no_verdict_reason"):
+            if result.envelope.get("candidate_no_verdict_reason") and check != "mutation":
                 problem = f"the run gave no verdict: {result.envelope['candidate_no_verdict_reason']}"
             elif result.failure_class == "patch_apply" and name != "gold":
                 problem = "the audit's generated candidate did not apply"
@@ -908,6 +953,8 @@ class _Auditor:
             self.stub_check()
         if not self.blocked("weak_tests"):
             self.weak_tests_check(gold)
+        if not self.blocked("mutation"):
+            self.mutation_check(gold)
         self.flakiness_check(empty if ok else None, gold)
         if _resolved(empty):
             self.skip("evaluator_exploits", "the empty patch is resolved: an exploit cannot be told apart from the base")
@@ -919,7 +966,8 @@ class _Auditor:
         checks = tuple(self.checks[name] for name in CHECKS if name in self.checks)
         order = {name: index for index, name in enumerate(CHECKS)}
         findings = sorted(self.findings, key=lambda f: order[FINDINGS[f.kind][0]])
-        return AuditReport(self.instance.instance_id, tuple(findings), checks, tuple(self.failures), self.repeats)
+        return AuditReport(self.instance.instance_id, tuple(findings), checks, tuple(self.failures), self.repeats,
+                           mutation=self.mutation_summary)  # fmt: skip
 
     def gold_check(self, reruns: int) -> GradeResult | None:
         gold = self.instance.patch
@@ -971,6 +1019,48 @@ class _Auditor:
                                      "is still resolved: no listed test exercises that hunk"))  # fmt: skip
         self.record("weak_tests", found, gradings, f"{len(ablations)} hunk(s), each removed in turn")
 
+    def mutation_check(self, gold: GradeResult | None) -> None:
+        planning = self.mutation
+        if planning.count <= 0:
+            self.skip("mutation", "not asked for: --mutants N grades up to N mutants of the gold patch")
+            return
+        if not self.instance.patch or not self.instance.patch.strip():
+            self.skip("mutation", "the instance has no gold patch")
+            return
+        if gold is None or not _resolved(gold):
+            self.skip("mutation", "the gold patch is not resolved: its mutants say nothing")
+            return
+        try:
+            plan = plan_mutants(self.instance.patch, self.read_base, planning.count)
+        except PatchError as exc:
+            self.skip("mutation", f"the gold patch cannot be read: {exc}")
+            return
+        if not plan.mutants:
+            files = "; ".join(f"{f['path']}: {f['reason']}" for f in plan.skipped_files) or "none"
+            self.skip("mutation", f"no mutant to grade ({len(plan.equivalent)} equivalent to gold; files not mutated: {files})")
+            return
+        timeout = mutant_timeout(gold, float(self.request["timeout"]))
+        graded = self.grade_many("mutation", [(f"mutant-{m.id}", m.patch) for m in plan.mutants], timeout)
+        summary = mutation_summary(plan, graded, planning) | {"timeout_seconds": timeout}
+        self.mutation_summary = summary
+        if not summary["graded"] and not self.failures:
+            self.skip("mutation", f"no mutant graded: the time budget ({planning.budget:g} s) ran out first "
+                      f"({summary['not_graded']} left ungraded)")  # fmt: skip
+            return
+        found = []
+        if summary["graded"] >= MUTATION_MIN and summary["score"] < planning.threshold:
+            found.append(finding("weak_mutation_score", {key: summary[key] for key in (
+                "score", "killed", "graded", "threshold", "survivors")},
+                f"the tests reject {summary['killed']} of {summary['graded']} graded mutants of the gold patch "
+                f"(mutation score {summary['score']:.2f}, below {planning.threshold:.2f}): "
+                f"{len(summary['survivors'])} plainly changed version(s) of the fix still resolve the task"))  # fmt: skip
+        gradings = [pair[1] for pair in graded if pair is not None]
+        score = "n/a" if summary["score"] is None else f"{summary['score']:.2f}"
+        self.record("mutation", found, gradings,
+                    f"mutation score {score}: {summary['killed']} of {summary['graded']} graded mutant(s) rejected; "
+                    f"{len(plan.mutants)} planned of {plan.generated} generated, {len(plan.equivalent)} equivalent to "
+                    f"gold (not counted), {summary['not_graded']} left ungraded by the budget")  # fmt: skip
+
     def flakiness_check(self, empty: GradeResult | None, gold: GradeResult | None) -> None:
         if self.repeats < 2:
             self.skip("flakiness", "repeats is 1: there is nothing to compare")
@@ -1011,6 +1101,69 @@ class _Auditor:
         self.record("evaluator_exploits", found, gradings, detail)
 
 
+@final
+@dataclass(frozen=True)
+class MutationPlanning:
+    """How the mutation check runs: ``count`` mutants at most (0: not run), within ``budget``
+    seconds of grading, on ``workers`` in parallel; ``threshold``: the score below which a task is weak."""
+
+    count: int = 0
+    budget: float = 900.0
+    workers: int = 2
+    threshold: float = MUTATION_THRESHOLD
+
+
+def mutant_timeout(gold: GradeResult, timeout: float) -> float:
+    """A mutant's grading timeout: 10 s plus four times the gold grading's wall time, at most the
+    audit's own. A mutant that makes the tests hang (an ``i += 1`` dropped from a loop) then costs
+    seconds, not the whole timeout; one stopped so is rejected (``timed_out_ids``), as mutation
+    tools count a timeout as a kill."""
+    wall = float(((gold.envelope.get("cost") or {}).get("wall_time")) or 0.0)
+    return min(timeout, 10.0 + 4.0 * wall)
+
+
+def mutation_summary(plan: MutantPlan, graded: Sequence[tuple[GradeResult, GradingUsed] | None],
+                     planning: MutationPlanning) -> dict[str, Any]:  # fmt: skip
+    """The mutation score from the mutants' gradings: a mutant whose tests do not resolve the task is
+    rejected (killed); one resolved survives (its diff from gold is kept); one the budget left
+    ungraded, or whose grading gave no verdict, is not counted."""
+    killed, survivors, not_graded, no_verdict, timed_out = [], [], [], [], []
+    for mutant, pair in zip(plan.mutants, graded):
+        if pair is None:
+            not_graded.append(mutant.id)
+        elif pair[1].failure_class in INFRASTRUCTURE or pair[1].failure_class == "verifier":
+            no_verdict.append(mutant.id)
+        elif _resolved(pair[0]):
+            survivors.append(mutant.to_dict())
+        else:
+            killed.append(mutant.id)
+            if "timed out" in str(pair[0].envelope.get("candidate_no_verdict_reason") or ""):
+                timed_out.append(mutant.id)
+    count = len(killed) + len(survivors)
+    by_operator: dict[str, dict[str, int]] = {}
+    for mutant, pair in zip(plan.mutants, graded):
+        if mutant.id in killed or any(s["id"] == mutant.id for s in survivors):
+            row = by_operator.setdefault(mutant.operator, {"graded": 0, "killed": 0})
+            row["graded"] += 1
+            row["killed"] += mutant.id in killed
+    return {
+        "score": len(killed) / count if count else None,
+        "killed": len(killed),
+        "graded": count,
+        "threshold": planning.threshold,
+        "minimum": MUTATION_MIN,
+        "survivors": survivors,
+        "killed_ids": killed,
+        "timed_out_ids": timed_out,
+        "not_graded": len(not_graded),
+        "not_graded_ids": not_graded,
+        "no_verdict_ids": no_verdict,
+        "by_operator": by_operator,
+        "plan": plan.to_dict() | {"mutants": [m.id for m in plan.mutants]},
+        "limits": {"count": planning.count, "budget_seconds": planning.budget, "workers": planning.workers},
+    }
+
+
 def run_audit(
     instance: Instance,
     repo: Path,
@@ -1022,6 +1175,9 @@ def run_audit(
     workdir: Path | None = None,
     progress: Callable[[str], None] | None = None,
     grade: Grade = grade_candidate,
+    mutation: MutationPlanning | None = None,
+    image: str | None = None,
+    engine: str = "auto",
 ) -> AuditReport:
     """Audit one task: grade the canaries, the gold patch and its ablations, and the exploits.
 
@@ -1034,5 +1190,7 @@ def run_audit(
     """
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
-    request = {"python": python, "timeout": timeout, "network": network, "workdir": workdir}
-    return _Auditor(instance, Path(repo), request, repeats, grade, progress).run()
+    request: dict[str, Any] = {"python": python, "timeout": timeout, "network": network, "workdir": workdir}
+    if image is not None:  # container mode: the image holds the repository; ``repo`` is read for the candidates
+        request.update(image=image, engine=engine)
+    return _Auditor(instance, Path(repo), request, repeats, grade, progress, mutation).run()

@@ -147,7 +147,7 @@ def test_a_sound_task_on_fabricated_gradings_is_valid() -> None:
     assert report.disposition == "valid" and report.findings == () and report.complete
     assert [c.name for c in report.checks] == list(CHECKS)
     assert outcomes(report) == {"empty_patch": "clean", "gold_patch": "clean", "noop_patch": "clean",
-                                "stub_patch": "clean", "weak_tests": "skipped", "flakiness": "clean",
+                                "stub_patch": "clean", "weak_tests": "skipped", "mutation": "skipped", "flakiness": "clean",
                                 "evaluator_exploits": "clean", "solution_leakage": "clean"}  # fmt: skip
     assert grader.refs() == ["audit:empty", "audit:gold", "audit:noop", "audit:stub", "audit:exploit-edit_tests",
                              "audit:exploit-conftest", "audit:exploit-pytest_internals"]  # fmt: skip
@@ -227,7 +227,7 @@ def test_a_task_without_a_gold_patch_cannot_be_validated() -> None:
     assert "no_gold_patch" in report.kinds() and report.disposition == "invalid"
     assert FINDINGS["no_gold_patch"] == ("gold_patch", "invalid")
     assert outcomes(report) == {"empty_patch": "clean", "gold_patch": "found", "noop_patch": "clean",
-                                "stub_patch": "skipped", "weak_tests": "skipped", "flakiness": "clean",
+                                "stub_patch": "skipped", "weak_tests": "skipped", "mutation": "skipped", "flakiness": "clean",
                                 "evaluator_exploits": "clean", "solution_leakage": "clean"}  # fmt: skip
     noop = {r.patch_ref: r.patch for r in grader.requests}["audit:noop"].decode()
     assert f"+++ b/{audit.NOOP_FILE}" in noop
@@ -292,7 +292,7 @@ def test_an_infrastructure_failure_leaves_the_audit_incomplete_not_invalid() -> 
     assert report.findings == () and report.disposition == "valid"  # what the completed checks found, no more
     assert grader.refs() == ["audit:empty", "audit:gold"]  # nothing more is graded once the environment failed
     assert outcomes(report) == {"empty_patch": "clean", "gold_patch": "incomplete", "noop_patch": "skipped",
-                                "stub_patch": "skipped", "weak_tests": "skipped", "flakiness": "incomplete",
+                                "stub_patch": "skipped", "weak_tests": "skipped", "mutation": "skipped", "flakiness": "incomplete",
                                 "evaluator_exploits": "skipped", "solution_leakage": "clean"}  # fmt: skip
     data = report.to_dict()
     assert data["complete"] is False and data["failures"][0]["failure_class"] == "setup"
@@ -615,7 +615,7 @@ def test_the_sound_task_is_valid_and_the_exploits_are_neutralised() -> None:
     assert report.complete, report.failures
     assert report.findings == () and report.disposition == "valid", report.to_dict()
     assert outcomes(report) == {"empty_patch": "clean", "gold_patch": "clean", "noop_patch": "clean",
-                                "stub_patch": "clean", "weak_tests": "skipped", "flakiness": "clean",
+                                "stub_patch": "clean", "weak_tests": "skipped", "mutation": "skipped", "flakiness": "clean",
                                 "evaluator_exploits": "clean", "solution_leakage": "clean"}  # fmt: skip
     exploits = {g.patch_ref: g for g in report.check("evaluator_exploits").gradings}
     assert all(g.resolved == "not_resolved" for g in exploits.values())

@@ -45,6 +45,18 @@ def _ledger(args: argparse.Namespace) -> Path:
 
 
 MAX_EVERY_DAYS = 3650.0
+MUTATION_THRESHOLD = 0.6  # audit.MUTATION_THRESHOLD (not imported here: the parser stays light)
+
+
+def _share(value: str) -> float:
+    """``--mutation-threshold X``: a number from 0 to 1."""
+    try:
+        share = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not 0.0 <= share <= 1.0:
+        raise argparse.ArgumentTypeError(f"{value!r}: a mutation score threshold is from 0 to 1")
+    return share
 
 
 def every_days(value: str) -> float:
@@ -123,27 +135,16 @@ def _targets(args: argparse.Namespace) -> list[tuple[Any, Path]]:
         raise _error(str(exc)) from None
 
 
-def _grade_in(image: str, engine: str = "auto") -> Any:
-    """The audit's gradings in a container image (``--environments`` with ``image``): the image
-    holds the repository; the checkout (--repo / --repos) is read for the audit's own candidates."""
-    import dataclasses
-
-    from ..runner import GradeRequest, GradeResult, grade_candidate
-
-    def grade(request: GradeRequest) -> GradeResult:
-        return grade_candidate(dataclasses.replace(request, image=image, engine=engine, repo=None))
-
-    return grade
-
-
 def cmd_audit_run(args: argparse.Namespace) -> int:
-    from ..audit import run_audit
+    from ..audit import MutationPlanning, run_audit
     from ..audit_ledger import record_audit
     from ..integrity import interpreter_digest
     from ..ledger import Ledger
-    from ..runner import BadInput, grade_candidate
+    from ..runner import BadInput
 
     every, every_source = _every(args)
+    mutation = MutationPlanning(count=args.mutants, budget=args.mutation_budget, workers=args.workers,
+                                threshold=args.mutation_threshold)  # fmt: skip
     targets = _targets(args)
     # each task's interpreter (or image), every one checked before the first audit grades anything
     assigned, _ = environments_of([instance for instance, _ in targets], args)
@@ -161,8 +162,8 @@ def cmd_audit_run(args: argparse.Namespace) -> int:
                            **({"image": chosen.image} if chosen.image else {}), "from": chosen.source}  # fmt: skip
             try:
                 report = run_audit(instance, repo.resolve(), python=chosen.python, timeout=args.timeout, repeats=args.repeats,
-                                   network=args.allow_network, progress=progress,
-                                   grade=grade_candidate if chosen.image is None else _grade_in(chosen.image, getattr(args, "engine", "auto")))  # fmt: skip
+                                   network=args.allow_network, progress=progress, mutation=mutation, image=chosen.image,
+                                   engine=getattr(args, "engine", "auto"))  # fmt: skip
             except BadInput as exc:
                 raise _error(f"{instance.instance_id}: {exc}") from None
             data = report.to_dict()
@@ -196,6 +197,19 @@ def _audit_table(results: list[dict[str, Any]]) -> None:
         for finding in r.get("findings", []):
             console.print(f"{r['instance_id']}: {finding['kind']} ({finding['disposition']}): {finding.get('detail', '')}",
                           soft_wrap=True)  # fmt: skip
+    for r in results:
+        mutation = r.get("mutation")
+        if not mutation:
+            continue
+        score = "n/a" if mutation["score"] is None else f"{mutation['score']:.2f}"
+        console.print(f"{r['instance_id']}: mutation score {score} ({mutation['killed']} of {mutation['graded']} graded "
+                      f"mutants rejected; {len(mutation['plan']['equivalent'])} equivalent to gold, not counted; "
+                      f"{mutation['not_graded']} left ungraded by the budget)", soft_wrap=True, markup=False)  # fmt: skip
+        for survivor in mutation["survivors"][:5]:
+            console.print(f"  surviving mutant {survivor['id']}: {survivor['description']}", soft_wrap=True, markup=False)
+            console.print(survivor["diff"].rstrip("\n"), soft_wrap=True, markup=False, highlight=False)
+        if len(mutation["survivors"]) > 5:
+            console.print(f"  ... and {len(mutation['survivors']) - 5} more (--json has every one)", markup=False)
 
 
 def cmd_audit_due(args: argparse.Namespace) -> int:
@@ -280,6 +294,15 @@ def register(sub: Any) -> None:
     run.add_argument("--repos", metavar="DIR", help="Checkouts of the dataset's repositories: DIR/owner/name")
     run.add_argument("--set", metavar="NAME", help="Audit the tasks of this benchmark set (with --dataset and --repos)")
     run.add_argument("--repeats", type=repeats, default=3, metavar="N", help="Runs of the tests on base and gold for flakiness (default: 3)")
+    run.add_argument("--mutants", type=options.whole_number(0, 10000, "the number of mutants"), default=0, metavar="N",
+                     help="Also grade up to N deterministic mutants of the gold patch's changed lines and report the "
+                     "tests' mutation score and the surviving mutants (default: 0, not run; 20-50 is an audit)")  # fmt: skip
+    run.add_argument("--mutation-budget", type=options.positive_seconds, default=900.0, metavar="S",
+                     help="Stop starting mutant gradings after S seconds per task (default: 900); ungraded ones are said")
+    run.add_argument("--mutation-threshold", type=_share, default=MUTATION_THRESHOLD, metavar="X",
+                     help=f"A mutation score below X (0-1) makes the task weak (default: {MUTATION_THRESHOLD})")
+    run.add_argument("--workers", type=options.whole_number(1, 256, "the number of workers"), default=2, metavar="N",
+                     help="Mutants graded in parallel (default: 2)")
     run.add_argument("--every", type=every_days, default=None, metavar="DAYS", help="Audit schedule: next due after DAYS (default: config or 30)")
     options.add_environment_options(run.add_argument)
     run.add_argument("--timeout", metavar="S", type=options.positive_seconds, default=300.0, help="Per-grading timeout (default: 300)")
