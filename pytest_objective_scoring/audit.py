@@ -905,9 +905,10 @@ class _Auditor:
         # no verdict (the runner then grades "not resolved" from no result at all), proves nothing and
         # must never read as a clean check. Exploits are exempt: a no-verdict there is the runner catching them.
         problem = None
-        # A mutant whose run gave no verdict (it hung) is rejected by its tests (mutation_summary).
+        # A mutant or a stub whose run gave no verdict while the control's did (it hung, or killed the test
+        # process: pytest-dev__pytest-11143's stubbed assertion rewriter) is rejected, failure class solver.
         if check != "evaluator_exploits":
-            if result.envelope.get("candidate_no_verdict_reason") and check != "mutation":
+            if result.envelope.get("candidate_no_verdict_reason") and check not in ("mutation", "stub_patch"):
                 problem = f"the run gave no verdict: {result.envelope['candidate_no_verdict_reason']}"
             elif result.failure_class == "patch_apply" and name != "gold":
                 problem = "the audit's generated candidate did not apply"

@@ -230,3 +230,16 @@ def test_grade_and_its_ledger_carry_the_second_figure(tmp_path: Path) -> None:
 def test_the_option_refuses_an_unknown_scope() -> None:
     result = run_cli("grade", "--against-gold", "everything", "--instance", "x.json")
     assert result.returncode == 2 and "--against-gold" in result.stderr and "packages" in result.stderr
+
+
+def test_the_check_is_part_of_a_batch_job_s_identity_and_refused_with_a_report() -> None:
+    from pytest_objective_scoring.batch import job_key
+
+    instance = instance_of("textstats")
+    plain = job_key(instance, "m", "diff", {"compat": "strict"})
+    assert plain == job_key(instance, "m", "diff", {"compat": "strict", "against_gold": None})  # keys without it unchanged
+    assert plain != job_key(instance, "m", "diff", {"compat": "strict", "against_gold": "packages"})
+    assert job_key(instance, "m", "diff", {"against_gold": "suite"}) != job_key(instance, "m", "diff", {"against_gold": "packages"})
+    result = run_cli("grade", "--instance", str(FIXTURES / "instances" / "textstats.json"), "--from-report",
+                     str(FIXTURES / "junit" / "nonexistent.xml"), "--against-gold", "packages", "--no-ledger")  # fmt: skip
+    assert result.returncode == 2 and "not with --from-report" in result.stderr

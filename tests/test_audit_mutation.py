@@ -169,3 +169,17 @@ def test_the_mutation_options_refuse_bad_values() -> None:
     for option, value in (("--mutants", "-1"), ("--mutation-threshold", "1.5"), ("--mutation-budget", "0")):
         result = run_cli("audit", "run", option, value)
         assert result.returncode == 2 and option in result.stderr
+
+
+def test_a_stub_whose_run_dies_is_rejected_not_an_incomplete_audit() -> None:
+    """Stubbing pytest's own assertion rewriter (pytest-dev__pytest-11143) kills the test process: the
+    runner's control run finished, so the candidate is not resolved (failure class solver): the stub
+    canary is clean and the audit complete."""
+
+    def died(request: GradeRequest) -> GradeResult:
+        result = fabricate(INSTANCE, f2p="missing")
+        result.envelope["candidate_no_verdict_reason"] = "the test run died before its session finished (exit code 1)"
+        return result
+
+    report, _ = mutation_audit(0, answers={"audit:stub": died})
+    assert report.complete and report.check("stub_patch").outcome == "clean"

@@ -101,6 +101,9 @@ def cmd_grade(args: argparse.Namespace) -> int:
     except InstanceError as exc:
         raise CommandError(str(exc)) from None
     if args.from_report:
+        if args.against_gold:
+            raise CommandError("--against-gold runs the tests beyond the listed ones under the candidate and under gold: "
+                               "not with --from-report, which reads outcomes recorded elsewhere")  # fmt: skip
         return _grade_from_report(args, instance)
     if args.runner in ("surefire", "jest", "go", "nextest"):
         raise CommandError(f"--runner {args.runner}: only with --from-report (its tests are read from a report; "
