@@ -7,10 +7,13 @@ under the candidate and under the gold patch, each in a fresh sandboxed copy wit
 patch, and calls every test gold passes and the candidate does not a **regression**. The runs are
 made by :mod:`.runner` (``Run.against_gold``); this module is the pure part:
 
-* :func:`scope_files`: the test files of scope ``packages``: every pytest test file
-  (``test_*.py``, ``*_test.py``) under the folder of each Python file the gold patch touches, and
-  every test file in the folders that hold the listed tests' files. Scope ``suite`` runs pytest with
-  no file arguments: the repository's whole suite as its own configuration (``testpaths``) names it.
+* :func:`scope_files`: the test files of scope ``packages``: every test file (named as the
+  repository's pytest configuration's ``python_files`` says, :func:`test_patterns`; by default
+  ``test_*.py`` and ``*_test.py``) under the folder of each Python file the gold patch touches, and
+  every test file in the folders that hold the listed tests' files, those files included. Scope
+  ``suite`` runs pytest with no file arguments: the repository's whole suite as its own
+  configuration (``testpaths``) names it. Both runs go on past files that fail to collect; a run
+  under gold in which no test ran at all is ``incomplete``, never clean.
 * :func:`regressions`: the tests gold passes (the PASS_TO_PASS gate's passes: passed, xpassed,
   xfailed) that the candidate does not pass, missing included (a test that did not run is never a
   pass). Listed tests are left out: the gates judged them.
@@ -47,47 +50,82 @@ MAX_LISTED: Final = 200
 """At most this many regressions (and unstable tests) are listed in the envelope; the counts are whole."""
 
 
-def is_test_file(name: str) -> bool:
-    """pytest's default ``python_files``: ``test_*.py`` and ``*_test.py``."""
-    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+DEFAULT_PATTERNS: Final = ("test_*.py", "*_test.py")
 
 
-def _walk(root: Path, folder: str, recursive: bool) -> list[str]:
+def test_patterns(config: Path | None) -> tuple[str, ...]:
+    """The ``python_files`` globs of a pytest configuration file (``pytest.ini``, ``tox.ini``,
+    ``setup.cfg``, ``pyproject.toml``), or pytest's default when it sets none or cannot be read."""
+    if config is None or not config.is_file():
+        return DEFAULT_PATTERNS
+    value: Any = None
+    try:
+        text = config.read_text(encoding="utf-8", errors="replace")
+        if config.suffix == ".toml":
+            import tomllib
+
+            tool = tomllib.loads(text).get("tool", {}).get("pytest", {})
+            value = tool.get("ini_options", {}).get("python_files", tool.get("python_files"))
+        else:
+            import configparser
+
+            parser = configparser.ConfigParser(interpolation=None)
+            parser.read_string(text)
+            for section in ("pytest", "tool:pytest"):
+                if parser.has_option(section, "python_files"):
+                    value = parser.get(section, "python_files")
+                    break
+    except (ValueError, OSError, KeyError, AttributeError):  # configparser's and tomllib's errors are ValueErrors
+        return DEFAULT_PATTERNS
+    patterns = value.split() if isinstance(value, str) else [str(v) for v in value] if isinstance(value, list) else []
+    return tuple(patterns) or DEFAULT_PATTERNS
+
+
+def is_test_file(name: str, patterns: Sequence[str] = DEFAULT_PATTERNS) -> bool:
+    """Whether a file's name matches one of the ``python_files`` globs (pytest matches the name)."""
+    from fnmatch import fnmatch
+
+    return name.endswith(".py") and any(fnmatch(name, pattern.rsplit("/", 1)[-1]) for pattern in patterns)
+
+
+def _walk(root: Path, folder: str, recursive: bool, patterns: Sequence[str]) -> list[str]:
     base = root / folder if folder else root
     if not base.is_dir() or base.is_symlink():
         return []
     found = []
     if not recursive:
         for entry in sorted(base.iterdir()):
-            if entry.is_file() and not entry.is_symlink() and is_test_file(entry.name):
+            if entry.is_file() and not entry.is_symlink() and is_test_file(entry.name, patterns):
                 found.append(entry.relative_to(root).as_posix())
         return found
     for current, dirs, files in os.walk(base):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
         for name in sorted(files):
             path = Path(current, name)
-            if is_test_file(name) and not path.is_symlink():
+            if is_test_file(name, patterns) and not path.is_symlink():
                 found.append(path.relative_to(root).as_posix())
     return found
 
 
-def scope_files(copy: Path, gold_paths: Iterable[str], listed_files: Iterable[str]) -> list[str]:
+def scope_files(copy: Path, gold_paths: Iterable[str], listed_files: Iterable[str],
+                patterns: Sequence[str] = DEFAULT_PATTERNS) -> list[str]:  # fmt: skip
     """Scope ``packages``: the test files under the folder of each gold-touched Python file
-    (recursively), then those directly in the folders of the listed tests' files; sorted, once each.
-    Files at the repository's root are taken from the root only, not recursively (that would be the
-    whole suite: ask for scope ``suite``)."""
-    files: dict[str, None] = {}
+    (recursively), then those directly in the folders of the listed tests' files, and those files;
+    sorted, once each. Files at the repository's root are taken from the root only, not recursively
+    (that would be the whole suite: ask for scope ``suite``). ``patterns``: :func:`test_patterns`."""
+    listed_files = list(listed_files)
+    files: dict[str, None] = {path: None for path in listed_files if (copy / path).is_file()}
     for path in gold_paths:
         if not path.endswith(".py"):
             continue
         folder = str(PurePosixPath(path).parent)
         if folder in ("", "."):
-            files.update(dict.fromkeys(_walk(copy, "", recursive=False)))
+            files.update(dict.fromkeys(_walk(copy, "", False, patterns)))
         else:
-            files.update(dict.fromkeys(_walk(copy, folder, recursive=True)))
+            files.update(dict.fromkeys(_walk(copy, folder, True, patterns)))
     for path in listed_files:
         folder = str(PurePosixPath(path).parent)
-        files.update(dict.fromkeys(_walk(copy, "" if folder == "." else folder, recursive=False)))
+        files.update(dict.fromkeys(_walk(copy, "" if folder == "." else folder, False, patterns)))
     return sorted(files)
 
 
@@ -134,7 +172,8 @@ def confirmed(found: Sequence[Mapping[str, str]], gold: Mapping[str, oc.TestReco
 
 def section(scope: str, status: str, *, reason: str | None = None, files: Sequence[str] | None = None,
             found: Sequence[Mapping[str, str]] = (), unstable: Sequence[Mapping[str, str]] = (), compared: int = 0,
-            gold_not_passing: int = 0, runs: Mapping[str, Any] | None = None, resolved: bool = True) -> dict[str, Any]:  # fmt: skip
+            gold_not_passing: int = 0, runs: Mapping[str, Any] | None = None, resolved: bool = True,
+            collection_errors: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:  # fmt: skip
     """The envelope's ``against_gold`` section. ``status``: ``clean``, ``regressions``,
     ``incomplete`` (``reason`` says why) or ``not_checked`` (the candidate is not resolved, or the
     runner cannot run a wider scope; ``reason``)."""
@@ -159,6 +198,7 @@ def section(scope: str, status: str, *, reason: str | None = None, files: Sequen
         "regressions": [dict(r) for r in found[:MAX_LISTED]],
         "unstable_count": len(unstable),
         "unstable": [dict(r) for r in unstable[:MAX_LISTED]],
+        "collection_errors": {who: list(paths)[:MAX_LISTED] for who, paths in (collection_errors or {}).items()},
         "runs": dict(runs or {}),
     }
 

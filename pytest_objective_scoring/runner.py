@@ -61,6 +61,7 @@ from .testrun import (
     SandboxFailure,
     build_in,
     build_in_container,
+    config_file,
     run_in_container,
     run_tests,
     selection,
@@ -462,7 +463,8 @@ class Run:
     def tests(self, label: str, test_files: list[str], shuffle_seed: int | None = None, copy: Path | None = None,
               only: list[str] | None = None) -> RunRecord:  # fmt: skip
         """pytest on ``test_files`` over ``copy`` (the pristine copy by default). ``only``: the ids to keep
-        instead of the request's selection (``--select``); an empty list keeps every test (a wider run)."""
+        instead of the request's selection (``--select``); an empty list keeps every test (a wider run,
+        which also goes on past files that fail to collect)."""
         task, request = self.task, self.task.request
         if task.spec is not None:
             from . import container
@@ -479,6 +481,8 @@ class Run:
             self.journal.runner["isolation"] = record.isolation
             return record
         scope: dict[str, Any] = {"progress": self._watch(label)}
+        if only is not None:
+            scope["pytest_options"] = ["--continue-on-collection-errors"]
         if only:
             scope["select"] = selection(only, "strict")
         elif request.select and only is None:
@@ -624,7 +628,9 @@ class Run:
         if kind != "gold":
             return ag.section(scope, "incomplete", reason=f"no gold to compare with: {kind}")
         gold_paths = [path for path in protect.patch_files(self.gold() or "") if path.endswith(".py")]
-        files = None if scope == "suite" else ag.scope_files(copy, gold_paths, task.instance.test_files())
+        listed_files = task.instance.test_files()
+        patterns = ag.test_patterns(config_file(copy, listed_files))
+        files = None if scope == "suite" else ag.scope_files(copy, gold_paths, listed_files, patterns)
         if files == []:
             return ag.section(scope, "incomplete", reason="the scope holds no test file", files=files)
         runs: dict[str, Any] = {}
@@ -644,18 +650,25 @@ class Run:
         if isinstance(first, str):
             return ag.section(scope, "incomplete", reason=first, files=files, runs=runs)
         gold_run, mine_run = first
+        if not any(record.ran for record in gold_run.collector.records.values()):
+            failed = ", ".join(n for n, _ in gold_run.collect_errors[:3])
+            return ag.section(scope, "incomplete", reason="no test ran under gold" + (f" (collection errors: {failed})"
+                              if failed else ""), files=files, runs=runs)  # fmt: skip
         found, compared, not_passing = ag.regressions(gold_run.collector.records, mine_run.collector.records,
                                                       task.instance.listed)  # fmt: skip
+        errors = {who: [nodeid for nodeid, _ in run.collect_errors] for who, run in (("gold", gold_run),
+                                                                                        ("candidate", mine_run))}  # fmt: skip
         unstable: list[dict[str, str]] = []
         if found:
             ids = [item["nodeid"] for item in found]
             second = pair("-again", list(dict.fromkeys(i.split("::", 1)[0] for i in ids)), ids)
             if isinstance(second, str):
                 return ag.section(scope, "incomplete", reason=f"{second} (the regressions' second runs)", files=files,
-                                  found=found, compared=compared, gold_not_passing=not_passing, runs=runs)  # fmt: skip
+                                  found=found, compared=compared, gold_not_passing=not_passing, runs=runs,
+                                  collection_errors=errors)  # fmt: skip
             found, unstable = ag.confirmed(found, second[0].collector.records, second[1].collector.records)
         return ag.section(scope, "regressions" if found else "clean", files=files, found=found, unstable=unstable,
-                          compared=compared, gold_not_passing=not_passing, runs=runs)  # fmt: skip
+                          compared=compared, gold_not_passing=not_passing, runs=runs, collection_errors=errors)  # fmt: skip
 
     def reruns(self, test_files: list[str]) -> list[tuple[int, RunRecord]]:
         """``--reruns N``: the tests again, N times, each collected in an order drawn from a recorded seed."""

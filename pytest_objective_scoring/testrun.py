@@ -156,14 +156,15 @@ def stage_selection(tools: Path, select: Mapping[str, Any]) -> Path:
 
 
 def pytest_command(python: str, boot: str, rootdir: str, confcutdir: str, config: str | None,
-                   test_files: Sequence[str]) -> list[str]:  # fmt: skip
+                   test_files: Sequence[str], options: Sequence[str] = ()) -> list[str]:  # fmt: skip
     """The test process's command line, the same on this machine and in a container (paths as the
     process sees them): the interpreter isolated through the boot module, the recorder, pytest's
     configuration file, rootdir and conftest cut-off pinned inside the copy, and ``--maxfail=0``
-    after the repository's addopts (a configured ``-x`` must not stop before every listed test ran)."""
+    after the repository's addopts (a configured ``-x`` must not stop before every listed test ran);
+    ``options``: pytest options of this run alone (a wider run's ``--continue-on-collection-errors``)."""
     return [python, "-I", "-S", "-B", boot, "-p", RECORDER_MODULE, "-p", "no:cacheprovider", "-p", "no:objective_scoring",
             "-q", "-rfE", "--maxfail=0", "--rootdir", rootdir, "--confcutdir", confcutdir,
-            *(["-c", config] if config is not None else []), *test_files]  # fmt: skip
+            *(["-c", config] if config is not None else []), *options, *test_files]  # fmt: skip
 
 
 def program_env(command: RunnerCommand | None) -> dict[str, str]:
@@ -243,6 +244,7 @@ def run_in(
     select: Mapping[str, Any] | None = None,
     progress: Callable[[int], None] | None = None,
     command: RunnerCommand | None = None,
+    pytest_options: Sequence[str] = (),
 ) -> RunRecord:
     """Run pytest on ``test_files`` over the pristine ``copy`` and collect the recorder's facts.
     With a ``command`` of another runner (:mod:`.runner_choice`), run that program on the targets
@@ -311,7 +313,7 @@ def run_in(
         config = config_file(run_copy, test_files)
         argv = pytest_command(python, str(tools / f"{BOOT_MODULE}.py"), str(run_copy),
                               str(config.parent if config is not None else run_copy),
-                              str(config) if config is not None else None, test_files)  # fmt: skip
+                              str(config) if config is not None else None, test_files, pytest_options)  # fmt: skip
     log = workspace / f"{label}.log"
     fresh(log)
     launch, isolation, status = confined(
@@ -414,6 +416,7 @@ def run_in_container(
     select: Mapping[str, Any] | None = None,
     progress: Callable[[int], None] | None = None,
     command: RunnerCommand | None = None,
+    pytest_options: Sequence[str] = (),
 ) -> RunRecord:
     """Run pytest (or ``command``'s program) on ``test_files`` in a fresh container of ``image``
     (:mod:`.container`): a fresh copy of the pristine ``copy`` mounted at ``repo_dir``, the
@@ -460,7 +463,7 @@ def run_in_container(
         argv = pytest_command(python, f"{container.C_TOOLS}/{BOOT_MODULE}.py", repo_dir,
                               container.container_path(repo_dir, copy, config.parent if config is not None else copy),
                               container.container_path(repo_dir, copy, config) if config is not None else None,
-                              test_files)  # fmt: skip
+                              test_files, pytest_options)  # fmt: skip
     box = f"objective-run-{label}-{os.getpid()}-{record_key()[:10]}"
     launch = container.run_command(engine, image, argv, name=box, copy=run_copy, repo_dir=repo_dir, tools=tools,
                                    environ=environ, network=network, record=record_folder)  # fmt: skip

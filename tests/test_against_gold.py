@@ -58,6 +58,29 @@ def test_a_root_level_gold_file_takes_the_root_test_files_only_never_the_whole_t
     assert ag.scope_files(tmp_path, ["setup.py"], []) == ["test_setup.py"]
 
 
+def test_the_repository_s_python_files_patterns_name_its_test_files(tmp_path: Path) -> None:
+    """pylint names its tests ``unittest_*.py`` (``python_files`` in its configuration): the scope follows."""
+    touch(tmp_path, "pylint/lint/run.py", "tests/lint/unittest_lint.py", "tests/lint/test_other.py", "tests/lint/helper.py")
+    (tmp_path / "setup.cfg").write_text("[tool:pytest]\npython_files = *test_*.py\n")
+    patterns = ag.test_patterns(tmp_path / "setup.cfg")
+    assert patterns == ("*test_*.py",)
+    assert ag.scope_files(tmp_path, ["pylint/lint/run.py"], ["tests/lint/unittest_lint.py"], patterns) == [
+        "tests/lint/test_other.py", "tests/lint/unittest_lint.py"]
+    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\npython_files = ["check_*.py", "*_spec.py"]\n')
+    assert ag.test_patterns(tmp_path / "pyproject.toml") == ("check_*.py", "*_spec.py")
+    (tmp_path / "tox.ini").write_text("[tox]\nenvlist = py\n")
+    assert ag.test_patterns(tmp_path / "tox.ini") == ag.DEFAULT_PATTERNS  # no pytest section: pytest's default
+    (tmp_path / "bad.toml").write_text("not [ toml")
+    assert ag.test_patterns(tmp_path / "bad.toml") == ag.DEFAULT_PATTERNS
+    assert ag.test_patterns(None) == ag.DEFAULT_PATTERNS
+
+
+def test_the_listed_tests_files_are_in_the_scope_whatever_their_names(tmp_path: Path) -> None:
+    touch(tmp_path, "pkg/mod.py", "checks/listed_checks.py", "checks/test_near.py")
+    assert ag.scope_files(tmp_path, ["pkg/mod.py"], ["checks/listed_checks.py", "checks/gone.py"]) == [
+        "checks/listed_checks.py", "checks/test_near.py"]
+
+
 def test_links_are_not_followed_into_the_scope(tmp_path: Path) -> None:
     touch(tmp_path, "pkg/mod.py", "elsewhere/test_far.py")
     (tmp_path / "pkg" / "test_link.py").symlink_to(tmp_path / "elsewhere" / "test_far.py")
@@ -243,3 +266,18 @@ def test_the_check_is_part_of_a_batch_job_s_identity_and_refused_with_a_report()
     result = run_cli("grade", "--instance", str(FIXTURES / "instances" / "textstats.json"), "--from-report",
                      str(FIXTURES / "junit" / "nonexistent.xml"), "--against-gold", "packages", "--no-ledger")  # fmt: skip
     assert result.returncode == 2 and "not with --from-report" in result.stderr
+
+
+@pytest.mark.slow
+def test_a_file_that_fails_to_collect_does_not_stop_the_wider_runs(tmp_path: Path) -> None:
+    """A test file beside the listed ones that cannot be imported (under gold too) is named in
+    ``collection_errors``; the other files' tests are still compared, and the regression found."""
+    import shutil
+
+    project = tmp_path / "textstats"
+    shutil.copytree(FIXTURES / "repos" / "textstats", project)
+    (project / "tests" / "test_broken.py").write_text("import not_installed_anywhere\n")
+    result = grade("textstats", patch_of("textstats", "break_p2p"), repo=project, instance=narrow(), against_gold="packages")
+    check = result.envelope["against_gold"]
+    assert check["collection_errors"] == {"gold": ["tests/test_broken.py"], "candidate": ["tests/test_broken.py"]}
+    assert (check["status"], check["compared"], check["regression_count"]) == ("regressions", 5, 1)
