@@ -175,6 +175,20 @@ def grade_candidate(request: GradeRequest) -> GradeResult:
         workspace.close(request.keep)
 
 
+def _against_gold(runs: Run, verdict: Verdict) -> dict[str, Any]:
+    """``Run.against_gold``; its runs failing for the machine (or the grader) leave the check incomplete,
+    never the verdict, which the listed tests already gave."""
+    from .against_gold import section
+
+    try:
+        return runs.against_gold(verdict)
+    except InfraFailure as exc:
+        return section(str(runs.task.request.against_gold), "incomplete", reason=f"infrastructure ({exc.failure_class}): {exc}")
+    except Exception as exc:  # the grader's error: said, and the check unknown
+        return section(str(runs.task.request.against_gold), "incomplete",
+                       reason=f"internal error: {type(exc).__name__}: {exc}")  # fmt: skip
+
+
 def _not_checked(request: GradeRequest, result: GradeResult) -> GradeResult:
     """With ``against_gold`` asked for, every ending carries the section: a grading that ended before
     the check says why it was not made (not resolved: the figure is False; no verdict: unknown)."""
@@ -236,7 +250,7 @@ def _pipeline(task: Task, workspace: Path, journal: Journal, record: Record) -> 
         verdict = Verdict(judged.grading, candidate)
     reruns = score.reruns(runs.reruns(test_files)) if verdict.untrusted is None else []  # --reruns N
     # --against-gold: a resolved candidate's wider tests, under it and under gold
-    beyond = runs.against_gold(verdict) if task.request.against_gold is not None else None
+    beyond = _against_gold(runs, verdict) if task.request.against_gold is not None else None
 
     # 5. record the envelope
     return record.verdict(verdict, copy, applied, reruns, beyond)

@@ -281,3 +281,19 @@ def test_a_file_that_fails_to_collect_does_not_stop_the_wider_runs(tmp_path: Pat
     check = result.envelope["against_gold"]
     assert check["collection_errors"] == {"gold": ["tests/test_broken.py"], "candidate": ["tests/test_broken.py"]}
     assert (check["status"], check["compared"], check["regression_count"]) == ("regressions", 5, 1)
+
+
+@pytest.mark.slow
+def test_a_wider_run_the_machine_cannot_make_leaves_the_check_unknown_and_the_verdict_as_it_was(
+        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    from pytest_objective_scoring import runner
+
+    def broken(self: Any, verdict: Any) -> Any:
+        raise runner.InfraFailure("setup", "the sandbox could not be set up for the against-gold run: no space left")
+
+    monkeypatch.setattr(runner.Run, "against_gold", broken)
+    result = grade("textstats", patch_of("textstats", "gold"), instance=narrow(), against_gold="packages")
+    assert result.score is not None and result.score["resolved"] == "resolved" and result.failure_class == "none"
+    check = result.envelope["against_gold"]
+    assert (check["status"], check["resolved_against_gold"]) == ("incomplete", None)
+    assert check["reason"].startswith("infrastructure (setup): the sandbox could not be set up")
