@@ -318,6 +318,10 @@ def _read(order: int, patched: PatchedFile, path: str, source: str | None, read_
     """The file ready to mutate, or why it is skipped."""
     base = read_base(source) if source is not None else None
     text = apply_hunks(base, patched)
+    if text is None and base is not None:  # the hunks' context where it is, as git apply finds it (an offset)
+        moved = _at_offsets(base, patched, path)
+        if moved is not None:
+            patched, text = moved, apply_hunks(base, moved)
     if text is None:
         return "the gold patch does not apply to its base text"
     if len(text) > AST_LIMIT:
@@ -336,6 +340,36 @@ def _read(order: int, patched: PatchedFile, path: str, source: str | None, read_
         return "does not compile after the gold patch"
     changed = frozenset(line.target_line_no for hunk in patched for line in hunk if line.is_added and line.target_line_no)
     return _File(order, path, base, src, tree, key, changed, patched)
+
+
+def _at_offsets(base: str, patched: PatchedFile, path: str) -> PatchedFile | None:
+    """The file diff with each hunk moved to where its context and removed lines stand in ``base``
+    (the nearest place at or after the previous hunk, as ``git apply`` finds an offset, no fuzz), or
+    None when a hunk's lines are nowhere. A tree whose base is not the gold's own commit (a release's
+    sdist with the patches reverse-applied) holds the same code a few lines away."""
+    lines = [line.rstrip("\r\n") for line in base.splitlines(keepends=True)]
+    floor, moved, drift = 0, [], 0
+    for hunk in patched:
+        block = [line.value.rstrip("\r\n") for line in hunk if line.is_context or line.is_removed]
+        stated = max(hunk.source_start - 1, 0) if block else hunk.source_start
+        found = None
+        for distance in range(len(lines) + 1):
+            for start in (stated + distance, stated - distance):
+                if start >= floor and lines[start:start + len(block)] == block:
+                    found = start
+                    break
+            if found is not None:
+                break
+        if found is None:
+            return None
+        header = f"@@ -{found + 1},{hunk.source_length} +{found + 1 + drift},{hunk.target_length} @@\n"
+        moved.append(header + "".join(str(line) for line in hunk))
+        floor, drift = found + len(block), drift + hunk.added - hunk.removed
+    text = f"--- a/{path}\n+++ b/{path}\n" + "".join(moved)
+    try:
+        return parse_diff(text)[0]
+    except (ValueError, IndexError):
+        return None
 
 
 # --- where to mutate --------------------------------------------------------------------------

@@ -416,3 +416,25 @@ def test_every_mutant_patch_passes_git_apply_check(tmp_path: Path) -> None:
     git(root, "apply", str(tmp_path / "mutant.diff"))
     assert not (root / "pkg/c.py").exists()
     assert (root / "pkg/d.py").read_bytes().decode() == applied(renamed.patch, base)["pkg/d.py"]
+
+
+@needs_git
+def test_a_gold_whose_hunks_stand_a_few_lines_away_is_mutated_where_git_apply_puts_it(tmp_path: Path) -> None:
+    """A tree whose base is not the gold's own commit (a release's sdist with the patches
+    reverse-applied, django__django-13933) holds the same code a few lines away: the hunks are
+    found at their offsets, as git apply finds them, and every mutant's patch applies to that base."""
+    stated = "import os\n\n\ndef f(x):\n    if x > 0:\n        return 1\n    return 0\n\n\ndef g(y):\n    return y\n"
+    fixed = stated.replace("    return y\n", "    if y < 10:\n        return y + 1\n    return y\n")
+    gold = gold_of({"m.py": stated}, {"m.py": fixed})
+    base = "# a header the release adds\n# over three\n# lines\n" + stated  # every hunk 3 lines further down
+    plan = plan_mutants(gold, {"m.py": base}.get)
+    assert plan.skipped_files == () and plan.mutants
+    assert {m.line for m in plan.mutants} <= {14, 15}  # the added lines (11 and 12 as stated) where they stand here
+    (tmp_path / "m.py").write_text(base)
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    for mutant in plan.mutants:
+        (tmp_path / "mutant.diff").write_text(mutant.patch)
+        subprocess.run(["git", "apply", "--check", "mutant.diff"], cwd=tmp_path, check=True)
+    nowhere = gold_of({"m.py": stated}, {"m.py": fixed})
+    plan = plan_mutants(nowhere, {"m.py": stated.replace("    return y\n", "    return -y\n")}.get)
+    assert plan.mutants == () and plan.skipped_files[0]["reason"] == "the gold patch does not apply to its base text"
