@@ -213,6 +213,7 @@ def markdown(output: Mapping[str, Any], images: Mapping[str, str] | None = None)
                                            for k, v in values.items())
                     for arm, values in details["pass_at_k"].items()),  # fmt: skip
         "",
+        *_against_gold_lines(details),
         *_cost_lines(details),
     ]
     family = details.get("family") or {}
@@ -288,6 +289,22 @@ def variance_text(variance: float | None, seeds: int, alpha: float) -> str:
 
 QUANTITIES = (("dollars", "dollars", ".4g"), ("cpu", "CPU s", ".4g"), ("wall_time", "wall s", ".4g"),
               ("tokens", "tokens", ".6g"), ("calls", "calls", ".4g"))  # fmt: skip
+
+
+def _against_gold_lines(details: Mapping[str, Any]) -> list[str]:
+    """``ab run --against-gold``: each arm's resolved count beside resolved and free of regressions
+    against gold (docs/against-gold.md); nothing when the gradings did not ask for it."""
+    arms = {arm: check for arm, check in (details.get("against_gold") or {}).items() if check}
+    if not arms:
+        return []
+    return ["## Resolved, and free of regressions against gold", "",
+            ("A second figure beside the comparison, never in it: for each resolved run, the tests beyond the listed "
+             "ones were run under the candidate and under gold; a test gold passes and the run does not, confirmed by "
+             "a second run, is a regression. Unknown: the check could not finish (never counted as clean)."), "",
+            "| arm | runs | resolved | resolved and free of regressions | with regressions | unknown |",
+            "|---|---|---|---|---|---|",
+            *[f"| {arm} | {c['graded']} | {c['resolved']} | {c['resolved_against_gold']} | {c['regressions']} | {c['unknown']} |"
+              for arm, c in arms.items()], ""]  # fmt: skip
 
 
 def _cost_lines(details: Mapping[str, Any]) -> list[str]:

@@ -297,3 +297,29 @@ def test_a_wider_run_the_machine_cannot_make_leaves_the_check_unknown_and_the_ve
     check = result.envelope["against_gold"]
     assert (check["status"], check["resolved_against_gold"]) == ("incomplete", None)
     assert check["reason"].startswith("infrastructure (setup): the sandbox could not be set up")
+
+
+def test_the_a_b_details_and_report_show_each_arm_s_second_figure_beside_its_resolves() -> None:
+    from types import SimpleNamespace
+
+    from pytest_objective_scoring.ab_comparison import against_gold_per_arm
+    from pytest_objective_scoring.ab_report import _against_gold_lines
+
+    manifest = SimpleNamespace(name="e", seeds=(1, 2), arms=(SimpleNamespace(name="baseline"), SimpleNamespace(name="candidate")))
+
+    def row(arm: str, seed: int, task: str) -> dict[str, Any]:
+        clean = arm == "baseline" or task == "t1"
+        return {"failure_class": "resolved", "against_gold": {"status": "clean" if clean else "regressions",
+                                                              "resolved_against_gold": clean}}  # fmt: skip
+
+    rows = {(f"ab:e/{arm}/seed{seed}", task): row(arm, seed, task)
+            for arm in ("baseline", "candidate") for seed in (1, 2) for task in ("t1", "t2")}  # fmt: skip
+    per_arm = against_gold_per_arm(manifest, ["t1", "t2"], rows)  # type: ignore[arg-type]
+    assert per_arm is not None
+    assert per_arm["baseline"] == {"graded": 4, "resolved_against_gold": 4, "regressions": 0, "unknown": 0, "rate": 1.0, "resolved": 4}
+    assert per_arm["candidate"] == {"graded": 4, "resolved_against_gold": 2, "regressions": 2, "unknown": 0, "rate": 0.5, "resolved": 4}
+    lines = _against_gold_lines({"against_gold": per_arm})
+    assert "| candidate | 4 | 4 | 2 | 2 | 0 |" in lines
+    plain = {key: {"failure_class": "resolved"} for key in rows}
+    assert against_gold_per_arm(manifest, ["t1", "t2"], plain) is None  # type: ignore[arg-type]
+    assert _against_gold_lines({}) == []

@@ -184,13 +184,13 @@ def _audit_table(results: list[dict[str, Any]]) -> None:
     from rich.table import Table
 
     table = Table(title="objective-score audit: task dispositions")
-    for column in ("instance", "disposition", "findings", "complete", "next due", "ledger seq"):
+    for column in ("instance", "disposition", "findings", "gold", "mutation score", "complete", "next due", "ledger seq"):
         table.add_column(column, overflow="fold")
     for r in results:
         kinds = ", ".join(f["kind"] for f in r.get("findings", [])) or "-"
         style = {"valid": "green", "weak": "yellow", "invalid": "red"}.get(r["disposition"], "")
-        table.add_row(r["instance_id"], f"[{style}]{r['disposition']}[/{style}]", kinds, "yes" if r.get("complete", True) else "NO",
-                      _iso(r["next_due"]), str(r["seq"]))  # fmt: skip
+        table.add_row(r["instance_id"], f"[{style}]{r['disposition']}[/{style}]", kinds, _gold_cell(r), _mutation_cell(r),
+                      "yes" if r.get("complete", True) else "NO", _iso(r["next_due"]), str(r["seq"]))  # fmt: skip
     console = Console() if Console().is_terminal else Console(width=140)
     console.print(table)
     for r in results:
@@ -210,6 +210,23 @@ def _audit_table(results: list[dict[str, Any]]) -> None:
             console.print(survivor["diff"].rstrip("\n"), soft_wrap=True, markup=False, highlight=False)
         if len(mutation["survivors"]) > 5:
             console.print(f"  ... and {len(mutation['survivors']) - 5} more (--json has every one)", markup=False)
+
+
+def _gold_cell(result: dict[str, Any]) -> str:
+    """The gold patch's verdict by the listed tests (the first figure)."""
+    check = next((c for c in result.get("checks", []) if c["name"] == "gold_patch"), None)
+    verdicts = [g["resolved"] for g in (check or {}).get("gradings", [])]
+    return verdicts[0].replace("_", " ") if verdicts and verdicts[0] else "-"
+
+
+def _mutation_cell(result: dict[str, Any]) -> str:
+    """The tests' mutation score with its counts (the second figure), or why there is none."""
+    mutation = result.get("mutation")
+    if not mutation:
+        return "-"
+    if mutation["score"] is None:
+        return f"n/a (0 of {mutation['plan']['generated']} graded)"
+    return f"{mutation['score']:.2f} ({mutation['killed']}/{mutation['graded']})"
 
 
 def cmd_audit_due(args: argparse.Namespace) -> int:
