@@ -129,45 +129,86 @@ def scope_files(copy: Path, gold_paths: Iterable[str], listed_files: Iterable[st
     return sorted(files)
 
 
-def outcome_of(records: Mapping[str, oc.TestRecord], nodeid: str) -> str:
-    record = records.get(nodeid)
-    return oc.MISSING if record is None or not record.ran else record.outcome
+def run_outcomes(run: Any, listed: Iterable[str]) -> tuple[dict[str, str], dict[str, str], set[str]]:
+    """A run's outcome per test id, the failure messages, and the ids that are listed (in any of
+    their spellings): pytest's from the recorder's records, Django's, unittest's and SymPy's from the
+    record their program wrote (:func:`.program_runs.record_run`)."""
+    listed = set(listed)
+    if run.runner == "pytest":
+        records = run.collector.records
+        found = {nodeid: record.outcome for nodeid, record in records.items() if record.ran}
+        messages = {nodeid: records[nodeid].message for nodeid in found if records[nodeid].message}
+        return found, messages, listed & set(found)
+    from .program_runs import record_run
+
+    log = record_run(run.runner, run.cases, run.session, run.copy_path)
+    found, messages, skip = {}, {}, set()
+    for test in log.tests:
+        found[test.test_id] = oc.worst((found[test.test_id], test.outcome)) if test.test_id in found else test.outcome
+        if test.message:
+            messages.setdefault(test.test_id, test.message)
+        if {test.test_id, *test.aliases} & listed:
+            skip.add(test.test_id)
+    return found, messages, skip
 
 
-def regressions(gold: Mapping[str, oc.TestRecord], candidate: Mapping[str, oc.TestRecord],
-                listed: Iterable[str]) -> tuple[list[dict[str, str]], int, int]:  # fmt: skip
+def regressions(gold: Mapping[str, str], candidate: Mapping[str, str], listed: Iterable[str],
+                messages: Mapping[str, str] | None = None) -> tuple[list[dict[str, str]], int, int]:  # fmt: skip
     """``(regressions, compared, gold_not_passing)``: each test beyond the listed ones that gold
-    passes and the candidate does not (``{nodeid, gold, candidate, message}``), how many tests gold
-    passes, and how many it does not (those are never compared)."""
+    passes and the candidate does not (``{nodeid, gold, candidate, message}``; a test the candidate's
+    run does not have is ``missing``), how many tests gold passes, and how many it does not (those
+    are never compared). ``gold`` and ``candidate``: outcomes by test id (:func:`run_outcomes`)."""
     skip = set(listed)
     found: list[dict[str, str]] = []
     compared = not_passing = 0
-    for nodeid, record in gold.items():
-        if nodeid in skip or not record.ran:
+    for nodeid, outcome in gold.items():
+        if nodeid in skip:
             continue
-        if record.outcome not in PASSING:
+        if outcome not in PASSING:
             not_passing += 1
             continue
         compared += 1
-        mine = candidate.get(nodeid)
-        outcome = outcome_of(candidate, nodeid)
-        if outcome not in PASSING:
-            found.append({"nodeid": nodeid, "gold": record.outcome, "candidate": outcome,
-                          "message": (mine.message if mine is not None else "")[:300]})  # fmt: skip
+        mine = candidate.get(nodeid, oc.MISSING)
+        if mine not in PASSING:
+            found.append({"nodeid": nodeid, "gold": outcome, "candidate": mine, "message": (messages or {}).get(nodeid, "")[:300]})
     return found, compared, not_passing
 
 
-def confirmed(found: Sequence[Mapping[str, str]], gold: Mapping[str, oc.TestRecord],
-              candidate: Mapping[str, oc.TestRecord]) -> tuple[list[dict[str, str]], list[dict[str, str]]]:  # fmt: skip
-    """``(confirmed, unstable)``: the first runs' regressions split by a second pair of runs."""
+def confirmed(found: Sequence[Mapping[str, str]], gold: Mapping[str, str],
+              candidate: Mapping[str, str]) -> tuple[list[dict[str, str]], list[dict[str, str]]]:  # fmt: skip
+    """``(confirmed, unstable)``: the first runs' regressions split by a second pair of runs
+    (outcomes by test id)."""
     kept: list[dict[str, str]] = []
     unstable: list[dict[str, str]] = []
     for item in found:
         nodeid = item["nodeid"]
-        again = outcome_of(gold, nodeid) in PASSING and outcome_of(candidate, nodeid) not in PASSING
-        (kept if again else unstable).append({**item, "second_gold": outcome_of(gold, nodeid),
-                                              "second_candidate": outcome_of(candidate, nodeid)})  # fmt: skip
+        again_gold, again_mine = gold.get(nodeid, oc.MISSING), candidate.get(nodeid, oc.MISSING)
+        again = again_gold in PASSING and again_mine not in PASSING
+        (kept if again else unstable).append({**item, "second_gold": again_gold, "second_candidate": again_mine})
     return kept, unstable
+
+
+def program_scope(runner: str, targets: Sequence[str], gold_paths: Iterable[str], copy: Path) -> list[str]:
+    """Scope ``packages`` for Django's, unittest's and SymPy's runners, from the task's own targets
+    (SWE-bench's test directives), as the runner names them: Django's module labels widened to every
+    test module (``test*.py``) of their app's folder under ``tests/`` (``queries.tests`` to
+    ``queries.tests``, ``queries.test_qs_combinators``, ...); unittest's module names to the test
+    modules beside them; SymPy's test files to every ``test_*.py`` beside them and in the ``tests``
+    folder beside each Python file the gold patch touches. The targets themselves stay first."""
+    found: dict[str, None] = dict.fromkeys(targets)
+    if runner == "sympy":
+        folders = [str(PurePosixPath(t).parent) for t in targets]
+        folders += [str(PurePosixPath(p).parent / "tests") for p in gold_paths if p.endswith(".py")]
+        for folder in dict.fromkeys(folders):
+            found.update(dict.fromkeys(_walk(copy, "" if folder == "." else folder, False, DEFAULT_PATTERNS)))
+        return list(found)
+    root = copy / "tests" if runner == "django" else copy
+    for target in targets:
+        parts = target.split(".")
+        where = "/".join(parts[:1] if runner == "django" else parts[:-1])
+        for path in _walk(root, where, runner == "django", ("test*.py",)):
+            found.setdefault(path.removesuffix(".py").replace("/", "."), None)
+    return list(found)
 
 
 def section(scope: str, status: str, *, reason: str | None = None, files: Sequence[str] | None = None,

@@ -54,6 +54,7 @@ from .cost_ledger import DEFAULT_COMPUTE_RATE, HarnessCost, run_cost
 from .grade_task import Journal, Task, check_request, check_test_ids, resolve_python
 from .instances import Instance
 from .processes import network_isolation
+from .runner_choice import id_targets
 from .scorer import Grading, exit_status_note, grade, make_score
 from .testrecord import RunRecord, assess, signals
 from .testrun import (
@@ -175,13 +176,13 @@ def grade_candidate(request: GradeRequest) -> GradeResult:
         workspace.close(request.keep)
 
 
-def _against_gold(runs: Run, verdict: Verdict) -> dict[str, Any]:
+def _against_gold(runs: Run, verdict: Verdict, test_files: list[str]) -> dict[str, Any]:
     """``Run.against_gold``; its runs failing for the machine (or the grader) leave the check incomplete,
     never the verdict, which the listed tests already gave."""
     from .against_gold import section
 
     try:
-        return runs.against_gold(verdict)
+        return runs.against_gold(verdict, test_files)
     except InfraFailure as exc:
         return section(str(runs.task.request.against_gold), "incomplete", reason=f"infrastructure ({exc.failure_class}): {exc}")
     except Exception as exc:  # the grader's error: said, and the check unknown
@@ -250,7 +251,7 @@ def _pipeline(task: Task, workspace: Path, journal: Journal, record: Record) -> 
         verdict = Verdict(judged.grading, candidate)
     reruns = score.reruns(runs.reruns(test_files)) if verdict.untrusted is None else []  # --reruns N
     # --against-gold: a resolved candidate's wider tests, under it and under gold
-    beyond = _against_gold(runs, verdict) if task.request.against_gold is not None else None
+    beyond = _against_gold(runs, verdict, test_files) if task.request.against_gold is not None else None
 
     # 5. record the envelope
     return record.verdict(verdict, copy, applied, reruns, beyond)
@@ -622,7 +623,7 @@ class Run:
         copy, kind = self.gold_with_tests("control")
         return Control(self.tests("control", test_files, copy=copy), kind, copy)
 
-    def against_gold(self, verdict: Verdict) -> dict[str, Any]:
+    def against_gold(self, verdict: Verdict, test_files: list[str]) -> dict[str, Any]:
         """``--against-gold SCOPE`` (:mod:`.against_gold`): for a resolved candidate, the scope's tests
         under gold (a fresh gold copy with the test patch) and under the candidate (its pristine copy),
         then the tests that regressed run again, alone, under both: the envelope's ``against_gold``."""
@@ -634,24 +635,30 @@ class Run:
         if not resolved:
             why = "the candidate's run gave no trusted verdict" if verdict.untrusted else "the candidate is not resolved"
             return ag.section(scope, "not_checked", reason=why, resolved=verdict.untrusted is not None)
-        if task.spec is not None or (task.command is not None and not task.command.is_pytest):
-            runner = task.language if task.spec is not None else task.command.runner if task.command else "?"
-            return ag.section(scope, "not_checked", reason=f"the wider run is made with pytest; this task's runner is "
-                              f"{runner}")  # fmt: skip
+        if task.spec is not None:
+            return ag.section(scope, "not_checked", reason=f"the wider run is made by the Python runners (pytest, "
+                              f"Django's, unittest's, SymPy's); this task's runner is {task.language}'s")  # fmt: skip
         copy, kind = self.gold_with_tests("against-gold")
         if kind != "gold":
             return ag.section(scope, "incomplete", reason=f"no gold to compare with: {kind}")
         gold_paths = [path for path in protect.patch_files(self.gold() or "") if path.endswith(".py")]
-        listed_files = task.instance.test_files()
-        patterns = ag.test_patterns(config_file(copy, listed_files))
-        files = None if scope == "suite" else ag.scope_files(copy, gold_paths, listed_files, patterns)
+        program = task.command is not None and not task.command.is_pytest
+        files: list[str] | None
+        if program:
+            assert task.command is not None
+            files = [] if scope == "suite" else ag.program_scope(task.command.runner, test_files, gold_paths, copy)
+        else:
+            listed_files = task.instance.test_files()
+            patterns = ag.test_patterns(config_file(copy, listed_files))
+            files = None if scope == "suite" else ag.scope_files(copy, gold_paths, listed_files, patterns)
         if files == []:
             return ag.section(scope, "incomplete", reason="the scope holds no test file", files=files)
         runs: dict[str, Any] = {}
 
         def pair(suffix: str, targets: list[str], only: list[str]) -> tuple[RunRecord, RunRecord] | str:
-            gold = self.tests(f"against-gold{suffix}", targets, copy=copy, only=only)
-            mine = self.tests(f"against-gold-candidate{suffix}", targets, only=only)
+            keep = None if program else only  # a program runs its targets whole
+            gold = self.tests(f"against-gold{suffix}", targets, copy=copy, only=keep)
+            mine = self.tests(f"against-gold-candidate{suffix}", targets, only=keep)
             runs[f"gold{suffix}"], runs[f"candidate{suffix}"] = gold.to_dict(), mine.to_dict()
             for who, run in (("gold", gold), ("candidate", mine)):
                 why = _unfinished(run)
@@ -664,23 +671,30 @@ class Run:
         if isinstance(first, str):
             return ag.section(scope, "incomplete", reason=first, files=files, runs=runs)
         gold_run, mine_run = first
-        if not any(record.ran for record in gold_run.collector.records.values()):
+        listed = task.instance.listed
+        gold_outcomes, _, skip = ag.run_outcomes(gold_run, listed)
+        mine_outcomes, messages, _ = ag.run_outcomes(mine_run, listed)
+        if not gold_outcomes:
             failed = ", ".join(n for n, _ in gold_run.collect_errors[:3])
             return ag.section(scope, "incomplete", reason="no test ran under gold" + (f" (collection errors: {failed})"
                               if failed else ""), files=files, runs=runs)  # fmt: skip
-        found, compared, not_passing = ag.regressions(gold_run.collector.records, mine_run.collector.records,
-                                                      task.instance.listed)  # fmt: skip
+        found, compared, not_passing = ag.regressions(gold_outcomes, mine_outcomes, skip | set(listed), messages)
         errors = {who: [nodeid for nodeid, _ in run.collect_errors] for who, run in (("gold", gold_run),
                                                                                         ("candidate", mine_run))}  # fmt: skip
         unstable: list[dict[str, str]] = []
         if found:
             ids = [item["nodeid"] for item in found]
-            second = pair("-again", list(dict.fromkeys(i.split("::", 1)[0] for i in ids)), ids)
+            if program:
+                assert task.command is not None
+                narrow = id_targets(task.command, ids)[0] or (files or [])
+            else:
+                narrow = list(dict.fromkeys(i.split("::", 1)[0] for i in ids))
+            second = pair("-again", narrow, ids)
             if isinstance(second, str):
                 return ag.section(scope, "incomplete", reason=f"{second} (the regressions' second runs)", files=files,
                                   found=found, compared=compared, gold_not_passing=not_passing, runs=runs,
                                   collection_errors=errors)  # fmt: skip
-            found, unstable = ag.confirmed(found, second[0].collector.records, second[1].collector.records)
+            found, unstable = ag.confirmed(found, ag.run_outcomes(second[0], listed)[0], ag.run_outcomes(second[1], listed)[0])
         return ag.section(scope, "regressions" if found else "clean", files=files, found=found, unstable=unstable,
                           compared=compared, gold_not_passing=not_passing, runs=runs, collection_errors=errors)  # fmt: skip
 

@@ -24,16 +24,8 @@ from .runner_helpers import grade, instance_of, make_patch, patch_of
 from .runner_helpers import run_cli_here as run_cli
 
 
-def record(nodeid: str, outcome: str) -> oc.TestRecord:
-    phases = {"passed": [("setup", "passed"), ("call", "passed"), ("teardown", "passed")],
-              "failed": [("setup", "passed"), ("call", "failed"), ("teardown", "passed")],
-              "skipped": [("setup", "skipped"), ("teardown", "passed")]}[outcome]  # fmt: skip
-    facts = [{"nodeid": nodeid, "when": when, "outcome": o} for when, o in phases]
-    return oc.TestRecord(nodeid, facts)
-
-
-def records(**outcomes: str) -> dict[str, oc.TestRecord]:
-    return {f"t.py::{name}": record(f"t.py::{name}", outcome) for name, outcome in outcomes.items()}
+def records(**outcomes: str) -> dict[str, str]:
+    return {f"t.py::{name}": outcome for name, outcome in outcomes.items()}
 
 
 # ---------------------------------------------------------------------------- the scope
@@ -288,7 +280,7 @@ def test_a_wider_run_the_machine_cannot_make_leaves_the_check_unknown_and_the_ve
         monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     from pytest_objective_scoring import runner
 
-    def broken(self: Any, verdict: Any) -> Any:
+    def broken(self: Any, verdict: Any, test_files: Any) -> Any:
         raise runner.InfraFailure("setup", "the sandbox could not be set up for the against-gold run: no space left")
 
     monkeypatch.setattr(runner.Run, "against_gold", broken)
@@ -323,3 +315,38 @@ def test_the_a_b_details_and_report_show_each_arm_s_second_figure_beside_its_res
     plain = {key: {"failure_class": "resolved"} for key in rows}
     assert against_gold_per_arm(manifest, ["t1", "t2"], plain) is None  # type: ignore[arg-type]
     assert _against_gold_lines({}) == []
+
+
+def test_the_programs_scopes_widen_their_own_targets(tmp_path: Path) -> None:
+    touch(tmp_path, "tests/queries/tests.py", "tests/queries/test_qs_combinators.py", "tests/queries/models.py",
+          "tests/queries/deep/test_deep.py", "tests/other/tests.py",
+          "sympy/physics/units/unitsystem.py", "sympy/physics/units/tests/test_unitsystem.py",
+          "sympy/physics/units/tests/test_quantities.py", "sympy/core/tests/test_basic.py",
+          "pkg/tests/test_a.py", "pkg/tests/test_b.py", "pkg/tests/helpers.py")  # fmt: skip
+    assert ag.program_scope("django", ["queries.tests"], ["django/db/models/query.py"], tmp_path) == [
+        "queries.tests", "queries.test_qs_combinators", "queries.deep.test_deep"]
+    assert ag.program_scope("sympy", ["sympy/core/tests/test_basic.py"], ["sympy/physics/units/unitsystem.py"], tmp_path) == [
+        "sympy/core/tests/test_basic.py", "sympy/physics/units/tests/test_quantities.py",
+        "sympy/physics/units/tests/test_unitsystem.py"]
+    assert ag.program_scope("unittest", ["pkg.tests.test_a"], [], tmp_path) == ["pkg.tests.test_a", "pkg.tests.test_b"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("project", "regressed"), [
+    ("sympy-mini", ("sympy/core/tests/test_numbers.py:test_rational_add", "passed", "failed")),
+    ("recipes", ("test_unit_case (parsing.tests.ParseQuantityTests.test_unit_case)", "passed", "error")),
+])  # fmt: skip
+def test_sympy_s_and_django_s_runners_are_checked_against_gold_too(project: str, regressed: tuple[str, str, str]) -> None:
+    """The fixture projects graded with SymPy's bin/test and Django's runtests.py, PASS_TO_PASS left
+    without the test their break_p2p candidate breaks: resolved by the listed tests, caught by the check."""
+    whole = instance_of(project)
+    broken = grade(project, patch_of(project, "break_p2p"), instance=whole)
+    gone = [t["id"] for t in broken.envelope["tests"] if t["status"] not in ("passed", "preserved")]
+    narrowed = instance_of(project, PASS_TO_PASS=[t for t in whole.pass_to_pass if t not in gone])
+    gold = grade(project, patch_of(project, "gold"), instance=narrowed, against_gold="packages")
+    assert gold.envelope["against_gold"]["status"] == "clean" and gold.envelope["against_gold"]["compared"] >= 2
+    result = grade(project, patch_of(project, "break_p2p"), instance=narrowed, against_gold="packages")
+    check = result.envelope["against_gold"]
+    assert result.score is not None and result.score["resolved"] == "resolved"
+    assert (check["status"], check["resolved_against_gold"]) == ("regressions", False)
+    assert [(r["nodeid"], r["gold"], r["candidate"]) for r in check["regressions"]] == [regressed]
