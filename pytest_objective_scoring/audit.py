@@ -905,10 +905,11 @@ class _Auditor:
         # no verdict (the runner then grades "not resolved" from no result at all), proves nothing and
         # must never read as a clean check. Exploits are exempt: a no-verdict there is the runner catching them.
         problem = None
-        # A mutant or a stub whose run gave no verdict while the control's did (it hung, or killed the test
-        # process: pytest-dev__pytest-11143's stubbed assertion rewriter) is rejected, failure class solver.
+        # A mutant, a stub or an ablation whose run gave no verdict while the control's did (it hung, or killed
+        # the test process: pytest-dev__pytest-11143's stubbed assertion rewriter, pylint-dev__pylint-7228's gold
+        # without a hunk of its argument parser) is rejected: the runner graded it not resolved, failure class solver.
         if check != "evaluator_exploits":
-            if result.envelope.get("candidate_no_verdict_reason") and check not in ("mutation", "stub_patch"):
+            if result.envelope.get("candidate_no_verdict_reason") and check not in ("mutation", "stub_patch", "weak_tests"):
                 problem = f"the run gave no verdict: {result.envelope['candidate_no_verdict_reason']}"
             elif result.failure_class == "patch_apply" and name != "gold":
                 problem = "the audit's generated candidate did not apply"
