@@ -350,3 +350,41 @@ def test_sympy_s_and_django_s_runners_are_checked_against_gold_too(project: str,
     assert result.score is not None and result.score["resolved"] == "resolved"
     assert (check["status"], check["resolved_against_gold"]) == ("regressions", False)
     assert [(r["nodeid"], r["gold"], r["candidate"]) for r in check["regressions"]] == [regressed]
+
+
+@pytest.mark.slow
+def test_ab_run_and_grade_batch_carry_the_second_figure_end_to_end(tmp_path: Path) -> None:
+    """ab run --against-gold over the fixture regression set (one seed, gold or empty patches): each
+    arm's details count its resolves and its resolves free of regressions; grade-batch's report and
+    summary carry the same figure."""
+    from .test_ab import BASELINE, CANDIDATE, ab_cli, arm_file, experiment, run_arms
+
+    ledger, manifest = experiment(tmp_path, name="against-gold", seeds=[2])
+    assert ab_cli("preregister", str(manifest), ledger=ledger).returncode == 0
+    result = run_arms(manifest, ledger, arm_file(tmp_path, "b", BASELINE, 0.1, seeds=(2,)),
+                      arm_file(tmp_path, "c", CANDIDATE, 0.1, seeds=(2,)), "--against-gold", "packages", "--json")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    details = json.loads(result.stdout)["details"]
+    assert details["against_gold"]["baseline"] == {"graded": 3, "resolved_against_gold": 1, "regressions": 0, "unknown": 0,
+                                                   "rate": 1 / 3, "resolved": 1}  # fmt: skip
+    assert details["against_gold"]["candidate"]["resolved_against_gold"] == 3 == details["against_gold"]["candidate"]["resolved"]
+    report = run_cli("ab", "report", "against-gold", "--out", str(tmp_path / "report"), "--ledger", str(ledger))
+    assert report.returncode == 0, report.stderr
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "## Resolved, and free of regressions against gold" in text and "| candidate | 3 | 3 | 3 | 0 | 0 |" in text
+
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("".join(json.dumps({"instance_id": i, "model_name_or_path": m, "model_patch": p}) + "\n" for i, m, p in (
+        ("fixtures__textstats-1", "gold", patch_of("textstats", "gold").decode()),
+        ("fixtures__textstats-1", "breaks", patch_of("textstats", "break_p2p").decode()))))  # fmt: skip
+    narrow_dataset = tmp_path / "narrow.jsonl"
+    narrow_dataset.write_text(json.dumps(narrow().fields) + "\n")
+    batch = run_cli("grade-batch", "--dataset", str(narrow_dataset), "--predictions", str(preds), "--repos",
+                    str(FIXTURES / "repos"), "--ledger", str(tmp_path / "batch.db"), "--log-dir", str(tmp_path / "logs"),
+                    "--against-gold", "packages", "--json")  # fmt: skip
+    assert batch.returncode == 0, batch.stderr
+    out = json.loads(batch.stdout)
+    assert out["summary"]["gold"]["resolved_against_gold"] == 1 and out["summary"]["breaks"]["regressed"] == 1
+    rows = {r["model_name_or_path"]: r for r in out["results"]}
+    assert rows["breaks"]["failure_class"] == "resolved"
+    assert rows["breaks"]["against_gold"]["regressions"] == ["tests/test_words.py::test_word_count[don't panic]"]
