@@ -81,11 +81,22 @@ def test_patterns(config: Path | None) -> tuple[str, ...]:
     return tuple(patterns) or DEFAULT_PATTERNS
 
 
-def is_test_file(name: str, patterns: Sequence[str] = DEFAULT_PATTERNS) -> bool:
-    """Whether a file's name matches one of the ``python_files`` globs (pytest matches the name)."""
+def is_test_file(path: str, patterns: Sequence[str] = DEFAULT_PATTERNS) -> bool:
+    """Whether a repository-relative ``path`` matches one of the ``python_files`` globs as pytest
+    matches them: a glob without a ``/`` against the file's name, one with a ``/`` against the end
+    of its path (pytest's own ``testing/python/*.py`` names only that folder's files)."""
     from fnmatch import fnmatch
 
-    return name.endswith(".py") and any(fnmatch(name, pattern.rsplit("/", 1)[-1]) for pattern in patterns)
+    name = path.rsplit("/", 1)[-1]
+    if not name.endswith(".py"):
+        return False
+    for pattern in patterns:
+        if "/" not in pattern:
+            if fnmatch(name, pattern):
+                return True
+        elif fnmatch(path, pattern) or fnmatch(path, "*/" + pattern.lstrip("/")):
+            return True
+    return False
 
 
 def _walk(root: Path, folder: str, recursive: bool, patterns: Sequence[str]) -> list[str]:
@@ -95,14 +106,14 @@ def _walk(root: Path, folder: str, recursive: bool, patterns: Sequence[str]) -> 
     found = []
     if not recursive:
         for entry in sorted(base.iterdir()):
-            if entry.is_file() and not entry.is_symlink() and is_test_file(entry.name, patterns):
+            if entry.is_file() and not entry.is_symlink() and is_test_file(entry.relative_to(root).as_posix(), patterns):
                 found.append(entry.relative_to(root).as_posix())
         return found
     for current, dirs, files in os.walk(base):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
         for name in sorted(files):
             path = Path(current, name)
-            if is_test_file(name, patterns) and not path.is_symlink():
+            if is_test_file(path.relative_to(root).as_posix(), patterns) and not path.is_symlink():
                 found.append(path.relative_to(root).as_posix())
     return found
 

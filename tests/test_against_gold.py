@@ -67,6 +67,19 @@ def test_the_repository_s_python_files_patterns_name_its_test_files(tmp_path: Pa
     assert ag.test_patterns(None) == ag.DEFAULT_PATTERNS
 
 
+def test_a_python_files_glob_with_a_folder_names_that_folder_s_files_only(tmp_path: Path) -> None:
+    """pytest's own configuration: ``python_files = test_*.py *_test.py testing/python/*.py``. The
+    gold-touched ``src/_pytest/_code/`` holds no test file (pytest-dev__pytest-9359: its sources were
+    taken for tests while the folder glob was matched against the name alone)."""
+    patterns = ("test_*.py", "*_test.py", "testing/python/*.py")
+    touch(tmp_path, "src/_pytest/_code/source.py", "src/_pytest/_code/code.py", "testing/code/test_source.py",
+          "testing/code/conftest.py", "testing/python/collect.py", "testing/python/helpers/x.py")  # fmt: skip
+    assert ag.scope_files(tmp_path, ["src/_pytest/_code/source.py"], ["testing/code/test_source.py"], patterns) == [
+        "testing/code/test_source.py"]
+    assert ag.is_test_file("testing/python/collect.py", patterns)
+    assert not ag.is_test_file("src/_pytest/python.py", patterns) and not ag.is_test_file("testing/python/a.txt", patterns)
+
+
 def test_the_listed_tests_files_are_in_the_scope_whatever_their_names(tmp_path: Path) -> None:
     touch(tmp_path, "pkg/mod.py", "checks/listed_checks.py", "checks/test_near.py")
     assert ag.scope_files(tmp_path, ["pkg/mod.py"], ["checks/listed_checks.py", "checks/gone.py"]) == [
