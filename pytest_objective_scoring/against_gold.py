@@ -140,35 +140,12 @@ def scope_files(copy: Path, gold_paths: Iterable[str], listed_files: Iterable[st
     return sorted(files)
 
 
-def run_outcomes(run: Any, listed: Iterable[str]) -> tuple[dict[str, str], dict[str, str], set[str]]:
-    """A run's outcome per test id, the failure messages, and the ids that are listed (in any of
-    their spellings): pytest's from the recorder's records, Django's, unittest's and SymPy's from the
-    record their program wrote (:func:`.program_runs.record_run`)."""
-    listed = set(listed)
-    if run.runner == "pytest":
-        records = run.collector.records
-        found = {nodeid: record.outcome for nodeid, record in records.items() if record.ran}
-        messages = {nodeid: records[nodeid].message for nodeid in found if records[nodeid].message}
-        return found, messages, listed & set(found)
-    from .program_runs import record_run
-
-    log = record_run(run.runner, run.cases, run.session, run.copy_path)
-    found, messages, skip = {}, {}, set()
-    for test in log.tests:
-        found[test.test_id] = oc.worst((found[test.test_id], test.outcome)) if test.test_id in found else test.outcome
-        if test.message:
-            messages.setdefault(test.test_id, test.message)
-        if {test.test_id, *test.aliases} & listed:
-            skip.add(test.test_id)
-    return found, messages, skip
-
-
 def regressions(gold: Mapping[str, str], candidate: Mapping[str, str], listed: Iterable[str],
                 messages: Mapping[str, str] | None = None) -> tuple[list[dict[str, str]], int, int]:  # fmt: skip
     """``(regressions, compared, gold_not_passing)``: each test beyond the listed ones that gold
     passes and the candidate does not (``{nodeid, gold, candidate, message}``; a test the candidate's
     run does not have is ``missing``), how many tests gold passes, and how many it does not (those
-    are never compared). ``gold`` and ``candidate``: outcomes by test id (:func:`run_outcomes`)."""
+    are never compared). ``gold`` and ``candidate``: outcomes by test id (``runner._outcomes``)."""
     skip = set(listed)
     found: list[dict[str, str]] = []
     compared = not_passing = 0

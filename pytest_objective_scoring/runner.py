@@ -46,7 +46,7 @@ import time
 import traceback
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Final, Mapping
+from typing import Any, Callable, Final, Iterable, Mapping
 
 from . import envelope as env
 from . import protect
@@ -672,8 +672,8 @@ class Run:
             return ag.section(scope, "incomplete", reason=first, files=files, runs=runs)
         gold_run, mine_run = first
         listed = task.instance.listed
-        gold_outcomes, _, skip = ag.run_outcomes(gold_run, listed)
-        mine_outcomes, messages, _ = ag.run_outcomes(mine_run, listed)
+        gold_outcomes, _, skip = _outcomes(gold_run, listed)
+        mine_outcomes, messages, _ = _outcomes(mine_run, listed)
         if not gold_outcomes:
             failed = ", ".join(n for n, _ in gold_run.collect_errors[:3])
             return ag.section(scope, "incomplete", reason="no test ran under gold" + (f" (collection errors: {failed})"
@@ -694,7 +694,7 @@ class Run:
                 return ag.section(scope, "incomplete", reason=f"{second} (the regressions' second runs)", files=files,
                                   found=found, compared=compared, gold_not_passing=not_passing, runs=runs,
                                   collection_errors=errors)  # fmt: skip
-            found, unstable = ag.confirmed(found, ag.run_outcomes(second[0], listed)[0], ag.run_outcomes(second[1], listed)[0])
+            found, unstable = ag.confirmed(found, _outcomes(second[0], listed)[0], _outcomes(second[1], listed)[0])
         return ag.section(scope, "regressions" if found else "clean", files=files, found=found, unstable=unstable,
                           compared=compared, gold_not_passing=not_passing, runs=runs, collection_errors=errors)  # fmt: skip
 
@@ -707,6 +707,30 @@ class Run:
             seed = int(digest[:8], 16)
             done.append((seed, self.tests(f"rerun-{index + 1}", test_files, shuffle_seed=seed)))
         return done
+
+
+def _outcomes(run: Any, listed: Iterable[str]) -> tuple[dict[str, str], dict[str, str], set[str]]:
+    """A run's outcome per test id, the failure messages, and the ids that are listed (in any of
+    their spellings): pytest's from the recorder's records, Django's, unittest's and SymPy's from the
+    record their program wrote (:func:`.program_runs.record_run`)."""
+    listed = set(listed)
+    if run.runner == "pytest":
+        records = run.collector.records
+        found = {nodeid: record.outcome for nodeid, record in records.items() if record.ran}
+        messages = {nodeid: records[nodeid].message for nodeid in found if records[nodeid].message}
+        return found, messages, listed & set(found)
+    from .outcomes import worst
+    from .program_runs import record_run
+
+    log = record_run(run.runner, run.cases, run.session, run.copy_path)
+    found, messages, skip = {}, {}, set()
+    for test in log.tests:
+        found[test.test_id] = worst((found[test.test_id], test.outcome)) if test.test_id in found else test.outcome
+        if test.message:
+            messages.setdefault(test.test_id, test.message)
+        if {test.test_id, *test.aliases} & listed:
+            skip.add(test.test_id)
+    return found, messages, skip
 
 
 def _unfinished(run: RunRecord) -> str | None:
