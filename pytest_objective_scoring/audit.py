@@ -1187,8 +1187,10 @@ def run_audit(
     collected order, the others shuffled by recorded seeds); 1 turns the flakiness check off.
     ``progress`` gets one line per grading (``"<check>: grading audit:<candidate>"``).
     ``grade`` is injectable for tests of the decisions; everything else is passed to each
-    :class:`~.runner.GradeRequest`. Raises :class:`~.runner.BadInput` for a request the
-    runner refuses (no such repository or interpreter, test ids that are not pytest ids).
+    :class:`~.runner.GradeRequest`. ``mutation`` asks for the mutation check (None or a count of
+    0: skipped); ``image`` grades every candidate in that container image (``engine``), ``repo``
+    then being read only for the audit's own candidates. Raises :class:`~.runner.BadInput` for a
+    request the runner refuses (no such repository or interpreter, test ids that are not pytest ids).
     """
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
