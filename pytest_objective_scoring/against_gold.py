@@ -62,7 +62,10 @@ def test_patterns(config: Path | None) -> tuple[str, ...]:
     try:
         text = config.read_text(encoding="utf-8", errors="replace")
         if config.suffix == ".toml":
-            import tomllib
+            try:
+                import tomllib
+            except ImportError:  # Python 3.10: pytest's own dependency
+                import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
 
             tool = tomllib.loads(text).get("tool", {}).get("pytest", {})
             value = tool.get("ini_options", {}).get("python_files", tool.get("python_files"))
